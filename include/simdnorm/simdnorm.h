@@ -1,0 +1,100 @@
+/* simdnorm: SIMD LayerNorm and RMSNorm over rows, stable C API.
+ *
+ * Math (statistics over the last axis of each row, n = cols, population
+ * variance, eps inside the square root):
+ *   LayerNorm: y = (x - mean) / sqrt(var + eps) * gamma + beta
+ *   RMSNorm:   y = x / sqrt(mean(x^2) + eps) * gamma (+ beta when given)
+ * NULL gamma means 1, NULL beta means 0. bf16 inputs widen exactly to float;
+ * results are rounded once, to nearest-even, to y_type.
+ *
+ * Aliasing: y may be exactly x (same pointer, same element size, same
+ * stride): in place. Any other overlap of y's rows with x, gamma or beta is
+ * rejected with SIMDNORM_OVERLAP. Overlap is judged on the byte ranges the
+ * rows span (first byte of the first row to last byte of the last row).
+ *
+ * Errors: every call validates its descriptor first; on any status other
+ * than SIMDNORM_OK nothing has been written.
+ *
+ * Threads: all functions are thread-safe. Rows are split over oneTBB worker
+ * threads (at most max_threads of them, 0 = the current arena's default);
+ * results are bitwise identical whatever the thread count.
+ */
+#ifndef SIMDNORM_SIMDNORM_H_
+#define SIMDNORM_SIMDNORM_H_
+
+#include <stddef.h>
+
+#include "simdnorm/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum simdnorm_status {
+  SIMDNORM_OK = 0,
+  SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum, bad eps */
+  SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow */
+  SIMDNORM_OVERLAP = 3,    /* y overlaps x, gamma or beta (not in place) */
+  SIMDNORM_UNSUPPORTED = 4 /* unknown or unsupported ISA, dtype combo */
+} simdnorm_status;
+
+typedef enum simdnorm_dtype {
+  SIMDNORM_F32 = 0,
+  SIMDNORM_BF16 = 1
+} simdnorm_dtype;
+
+typedef enum simdnorm_kind {
+  SIMDNORM_LAYERNORM = 0,
+  SIMDNORM_RMSNORM = 1
+} simdnorm_kind;
+
+/* All-zero = LayerNorm, F32, dense rows, no gamma/beta, eps 0, default
+ * threads. Later versions only append fields whose zero keeps this meaning. */
+typedef struct simdnorm_desc {
+  simdnorm_kind kind;
+  size_t rows;
+  size_t cols;
+  const void* x;
+  simdnorm_dtype x_type;
+  size_t x_stride; /* in elements between row starts; 0 = cols */
+  void* y;
+  simdnorm_dtype y_type;
+  size_t y_stride;   /* in elements; 0 = cols */
+  const void* gamma; /* cols elements of param_type, NULL = 1 */
+  const void* beta;  /* cols elements of param_type, NULL = 0 */
+  simdnorm_dtype param_type;
+  float eps;          /* >= 0 and finite */
+  size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+} simdnorm_desc;
+
+/* Normalizes d->rows rows with the active ISA's kernels. */
+SIMDNORM_API simdnorm_status simdnorm_normalize(const simdnorm_desc* d);
+
+/* Same contract, computed in float64 by a plain scalar loop and rounded once
+ * to y_type: the truth the kernels are tested against. Single-threaded. */
+SIMDNORM_API simdnorm_status
+simdnorm_normalize_reference(const simdnorm_desc* d);
+
+/* A static, human-readable name of the status ("SIMDNORM_OVERLAP: ..."). */
+SIMDNORM_API const char* simdnorm_status_string(simdnorm_status s);
+
+/* ISAs compiled in and supported by this CPU, best first. Names are
+ * Highway's target names: "AVX3", "AVX2", "SSE4", "NEON", "SVE", ... */
+SIMDNORM_API size_t simdnorm_isa_count(void);
+SIMDNORM_API const char* simdnorm_isa_name(size_t i); /* NULL past the end */
+
+/* Forces an ISA process-wide (case-insensitive; NULL or "auto" = best).
+ * Unknown or unsupported names: SIMDNORM_UNSUPPORTED, nothing changes.
+ * At start-up the environment variable SIMDNORM_ISA is applied the same way
+ * (an invalid value there is ignored, with a message on stderr).
+ * A call already running keeps the ISA it started with. */
+SIMDNORM_API simdnorm_status simdnorm_set_isa(const char* name);
+
+/* The listed name of the ISA in use. */
+SIMDNORM_API const char* simdnorm_active_isa(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SIMDNORM_SIMDNORM_H_ */

@@ -1,0 +1,34 @@
+// Which ISA's kernels run: the registry of compiled targets, the list of
+// those this CPU supports, and the process-wide choice.
+#ifndef SIMDNORM_LIB_ISA_H_
+#define SIMDNORM_LIB_ISA_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lib/kernel_table.h"
+
+namespace simdnorm {
+namespace internal {
+
+struct Isa {
+  int64_t target;  // Highway target bit
+  const char* name;
+  RowsFn fn[kNumKinds][kNumDTypes][kNumDTypes][kNumDTypes];
+};
+
+// Supported ISAs, best first. Stable for the life of the process.
+size_t IsaCount();
+const Isa* IsaAt(size_t i);  // nullptr past the end
+
+// The ISA in use; a call reads it once and keeps it to the end.
+const Isa& ActiveIsa();
+
+// nullptr or "auto" (any case): the best. Returns false, changing nothing,
+// when the name is not in the list.
+bool SetActiveIsa(const char* name);
+
+}  // namespace internal
+}  // namespace simdnorm
+
+#endif  // SIMDNORM_LIB_ISA_H_

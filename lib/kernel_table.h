@@ -1,0 +1,46 @@
+// The kernel table: what each compiled ISA provides, and how it registers.
+// Plain C++ (no SIMD types), shared by the per-target kernels and dispatch.
+#ifndef SIMDNORM_LIB_KERNEL_TABLE_H_
+#define SIMDNORM_LIB_KERNEL_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace simdnorm {
+namespace internal {
+
+inline constexpr int kNumKinds = 2;   // simdnorm_kind
+inline constexpr int kNumDTypes = 2;  // simdnorm_dtype
+
+// One call's operands, validated. Strides are in elements; gamma and beta
+// may be null (= 1 and 0).
+struct RowArgs {
+  const void* x;
+  size_t x_stride;
+  void* y;
+  size_t y_stride;
+  const void* gamma;
+  const void* beta;
+  size_t cols;
+  float eps;
+};
+
+// Normalizes rows [row_begin, row_end). Each row's result depends only on
+// that row (never on the range), so any partition gives the same bits.
+using RowsFn = void (*)(const RowArgs& args, size_t row_begin, size_t row_end);
+
+// [x_type][y_type][param_type]
+using KindTable = RowsFn[kNumDTypes][kNumDTypes][kNumDTypes];
+
+// Called once per (Highway target, kind) by static initializers of the
+// per-target kernel files; `name` is hwy::TargetName(target).
+bool RegisterKernels(int64_t target, const char* name, int kind,
+                     const KindTable& table);
+
+// The target Highway's own dynamic dispatch picks on this CPU.
+int64_t BestTarget();
+
+}  // namespace internal
+}  // namespace simdnorm
+
+#endif  // SIMDNORM_LIB_KERNEL_TABLE_H_

@@ -1,0 +1,46 @@
+#include "lib/parallel_rows.h"
+
+#include <algorithm>
+
+#include "tbb/blocked_range.h"
+#include "tbb/parallel_for.h"
+#include "tbb/partitioner.h"
+#include "tbb/task_arena.h"
+
+namespace simdnorm {
+namespace internal {
+namespace {
+
+// A block should take several microseconds, so that handing it to a worker
+// (~1 us) is cheap beside it: 64 Ki elements is ~10 us at 25 GB/s.
+constexpr size_t kMinElementsPerBlock = size_t{1} << 16;
+
+}  // namespace
+
+void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
+                  size_t max_threads) {
+  const size_t arena =
+      static_cast<size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  const size_t threads =
+      max_threads == 0 ? arena : std::min(max_threads, arena);
+  const size_t work_blocks =
+      std::max<size_t>(1, rows * args.cols / kMinElementsPerBlock);
+  // One block per thread: with no more blocks than threads, no more than
+  // `threads` threads can work on the call at once.
+  const size_t blocks = std::min({threads, work_blocks, rows});
+  if (blocks <= 1) {
+    fn(args, 0, rows);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<size_t>(0, blocks, 1),
+      [&](const tbb::blocked_range<size_t>& r) {
+        for (size_t b = r.begin(); b != r.end(); ++b) {
+          fn(args, rows * b / blocks, rows * (b + 1) / blocks);
+        }
+      },
+      tbb::simple_partitioner());
+}
+
+}  // namespace internal
+}  // namespace simdnorm

@@ -1,0 +1,20 @@
+// Runs a row kernel over all rows, split into blocks over oneTBB workers.
+#ifndef SIMDNORM_LIB_PARALLEL_ROWS_H_
+#define SIMDNORM_LIB_PARALLEL_ROWS_H_
+
+#include <cstddef>
+
+#include "lib/kernel_table.h"
+
+namespace simdnorm {
+namespace internal {
+
+// At most max_threads threads (0 = the current arena's concurrency) work on
+// the call, the caller among them; small work stays in the calling thread.
+void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
+                  size_t max_threads);
+
+}  // namespace internal
+}  // namespace simdnorm
+
+#endif  // SIMDNORM_LIB_PARALLEL_ROWS_H_
