@@ -67,6 +67,13 @@ struct bf16 {
 };
 static_assert(sizeof(bf16) == 2, "bf16 must be 2 bytes");
 
+namespace detail {
+template <class T>
+struct identity {
+  using type = T;
+};
+}  // namespace detail
+
 template <class T>
 constexpr DType dtype_of() {
   using U = std::remove_cv_t<T>;
@@ -104,7 +111,8 @@ struct Options {
 // (normalize reports a shape mismatch between x and y as kInvalidShape).
 template <class X, class Y, class P = float>
 simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
-                        const P* beta, Options opt) {
+                        const typename detail::identity<P>::type* beta,
+                        Options opt) {
   static_assert(!std::is_const_v<Y>, "the output view must be mutable");
   simdnorm_desc d{};
   d.kind = static_cast<simdnorm_kind>(kind);
@@ -142,14 +150,16 @@ inline bool same_shape(const Rows<const X>& x, const Rows<Y>& y) {
 
 template <class X, class Y, class P = float>
 Status layer_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
-                  const P* beta = nullptr, Options opt = {}) {
+                  const typename detail::identity<P>::type* beta = nullptr,
+                  Options opt = {}) {
   if (!detail::same_shape(x, y)) return Status::kInvalidShape;
   return normalize(make_desc(Kind::kLayerNorm, x, y, gamma, beta, opt));
 }
 
 template <class X, class Y, class P = float>
 Status rms_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
-                const P* beta = nullptr, Options opt = {}) {
+                const typename detail::identity<P>::type* beta = nullptr,
+                Options opt = {}) {
   if (!detail::same_shape(x, y)) return Status::kInvalidShape;
   return normalize(make_desc(Kind::kRMSNorm, x, y, gamma, beta, opt));
 }
