@@ -55,9 +55,10 @@ inline float ScaleFor(float max_abs) {
 }
 
 // Sums over a row of v = x * s - k (one rounding, by FMA): sum(v), sum(v^2)
-// and max|x|, each only when asked for. Vector sums run in fp32 over blocks
-// of 32 vectors and are added up in float64, so the rounding error does not
-// grow with the row length (a float chain of 8192 adds would lose ~2^-11).
+// and max|x|, each only when asked for. Four independent chains hide the
+// add/FMA latency. Vector sums run in fp32 over blocks of 32 vectors and are
+// added up in float64, so the rounding error does not grow with the row
+// length (a single float chain of 8192 adds would lose ~2^-11).
 struct RowSums {
   double sum = 0.0, sum_sq = 0.0;
   float max_abs = 0.0f;
@@ -73,27 +74,43 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
   RowSums out;
   size_t i = 0;
   while (i < n) {
-    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
-    auto sq0 = hn::Zero(df), sq1 = hn::Zero(df);
+    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df), sum2 = hn::Zero(df),
+         sum3 = hn::Zero(df);
+    auto sq0 = hn::Zero(df), sq1 = hn::Zero(df), sq2 = hn::Zero(df),
+         sq3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
-    for (; i + 2 * N <= block_end; i += 2 * N) {
+    for (; i + 4 * N <= block_end; i += 4 * N) {
       const auto x0 = LoadF(df, x + i);
       const auto x1 = LoadF(df, x + i + N);
+      const auto x2 = LoadF(df, x + i + 2 * N);
+      const auto x3 = LoadF(df, x + i + 3 * N);
       const auto v0 = hn::MulSub(x0, vs, vk);
       const auto v1 = hn::MulSub(x1, vs, vk);
-      if constexpr (kSum) sum0 = hn::Add(sum0, v0), sum1 = hn::Add(sum1, v1);
-      if constexpr (kSq)
-        sq0 = hn::MulAdd(v0, v0, sq0), sq1 = hn::MulAdd(v1, v1, sq1);
-      if constexpr (kMax)
-        max0 = hn::Max(max0, hn::Abs(x0)), max1 = hn::Max(max1, hn::Abs(x1));
+      const auto v2 = hn::MulSub(x2, vs, vk);
+      const auto v3 = hn::MulSub(x3, vs, vk);
+      if constexpr (kSum) {
+        sum0 = hn::Add(sum0, v0);
+        sum1 = hn::Add(sum1, v1);
+        sum2 = hn::Add(sum2, v2);
+        sum3 = hn::Add(sum3, v3);
+      }
+      if constexpr (kSq) {
+        sq0 = hn::MulAdd(v0, v0, sq0);
+        sq1 = hn::MulAdd(v1, v1, sq1);
+        sq2 = hn::MulAdd(v2, v2, sq2);
+        sq3 = hn::MulAdd(v3, v3, sq3);
+      }
+      if constexpr (kMax) {
+        max0 = hn::Max(max0, hn::Max(hn::Abs(x0), hn::Abs(x1)));
+        max1 = hn::Max(max1, hn::Max(hn::Abs(x2), hn::Abs(x3)));
+      }
     }
-    if (i + N <= block_end) {
+    for (; i + N <= block_end; i += N) {
       const auto x0 = LoadF(df, x + i);
       const auto v0 = hn::MulSub(x0, vs, vk);
       if constexpr (kSum) sum0 = hn::Add(sum0, v0);
       if constexpr (kSq) sq0 = hn::MulAdd(v0, v0, sq0);
       if constexpr (kMax) max0 = hn::Max(max0, hn::Abs(x0));
-      i += N;
     }
     if (i < block_end) {  // the row's last, partial vector: zero-padded
       const size_t count = block_end - i;
@@ -105,10 +122,14 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
       if constexpr (kMax) max1 = hn::Max(max1, hn::Abs(x1));
       i = block_end;
     }
-    if constexpr (kSum)
-      out.sum += hn::GetLane(hn::SumOfLanes(df, hn::Add(sum0, sum1)));
-    if constexpr (kSq)
-      out.sum_sq += hn::GetLane(hn::SumOfLanes(df, hn::Add(sq0, sq1)));
+    if constexpr (kSum) {
+      const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
+      out.sum += hn::GetLane(hn::SumOfLanes(df, sum));
+    }
+    if constexpr (kSq) {
+      const auto sq = hn::Add(hn::Add(sq0, sq1), hn::Add(sq2, sq3));
+      out.sum_sq += hn::GetLane(hn::SumOfLanes(df, sq));
+    }
   }
   if constexpr (kMax)
     out.max_abs = hn::GetLane(hn::MaxOfLanes(df, hn::Max(max0, max1)));
@@ -123,13 +144,14 @@ struct RowScale {
   float s, m, mul, add;
 };
 
-template <bool kLayerNorm, class DF>
-HWY_INLINE hn::Vec<DF> Normalized(DF df, hn::Vec<DF> v, const RowScale& k) {
+// The row's constants, broadcast once (vectors cannot live in structs on
+// SVE, so they are plain locals of the caller).
+template <bool kLayerNorm, class V>
+HWY_INLINE V Normalized(V v, V s, V m, V mul, V add) {
   if constexpr (kLayerNorm) {
-    const auto d = hn::MulSub(v, hn::Set(df, k.s), hn::Set(df, k.m));
-    return hn::MulAdd(d, hn::Set(df, k.mul), hn::Set(df, k.add));
+    return hn::MulAdd(hn::MulSub(v, s, m), mul, add);
   } else {
-    return hn::Mul(hn::Mul(v, hn::Set(df, k.s)), hn::Set(df, k.mul));
+    return hn::Mul(hn::Mul(v, s), mul);
   }
 }
 
@@ -166,33 +188,49 @@ template <bool kLayerNorm, bool kGamma, bool kBeta, class DF, typename TX,
           typename TY, typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
                            const TP* HWY_RESTRICT gamma,
-                           const TP* HWY_RESTRICT beta, size_t n,
-                           const RowScale& k) {
+                           const TP* HWY_RESTRICT beta, size_t n, RowScale k) {
   const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
+  const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto t = Normalized<kLayerNorm>(df, LoadF(df, x + i), k);
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto x0 = LoadF(df, x + i);
+    const auto x1 = LoadF(df, x + i + N);
+    const auto t0 = Normalized<kLayerNorm>(x0, s, m, mul, add);
+    const auto t1 = Normalized<kLayerNorm>(x1, s, m, mul, add);
+    StoreF(df, Affine<kGamma, kBeta>(df, t0, gamma, beta, i), y + i);
+    StoreF(df, Affine<kGamma, kBeta>(df, t1, gamma, beta, i + N), y + i + N);
+  }
+  if (i + N <= n) {
+    const auto t = Normalized<kLayerNorm>(LoadF(df, x + i), s, m, mul, add);
     StoreF(df, Affine<kGamma, kBeta>(df, t, gamma, beta, i), y + i);
+    i += N;
   }
   if (i < n) {
     const size_t count = n - i;
-    const auto t = Normalized<kLayerNorm>(df, LoadTailF(df, x + i, count), k);
+    const auto t =
+        Normalized<kLayerNorm>(LoadTailF(df, x + i, count), s, m, mul, add);
     StoreTailF(df, AffineTail<kGamma, kBeta>(df, t, gamma, beta, i, count),
                y + i, count);
   }
 }
 
+// When a one-pass sum of squares can be trusted: no square overflowed, and
+// none that matters underflowed (below 2^-126 each, n of them are < 2^-60).
+inline bool SafeSumOfSquares(double sum_sq) {
+  return sum_sq >= 0x1p-60 && sum_sq <= 0x1p100;
+}
+
+// LayerNorm, general path: max|x| picks the scale s, then the corrected
+// two-pass algorithm on x * s.
 template <class DF, typename TX>
-HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
+HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
+                                            float eps) {
   const double inv_n = 1.0 / static_cast<double>(n);
   const float k = ToFloat(x[0]);
-  RowSums first = ReduceRow<true, false, true>(df, x, n, 1.0f, k);
-  float s = 1.0f;
-  if (!(first.max_abs >= kLayerNormSafeMin &&
-        first.max_abs <= kLayerNormSafeMax)) {
-    s = ScaleFor(first.max_abs);
-    first = ReduceRow<true, false, false>(df, x, n, s, k * s);
-  }
+  const float s =
+      ScaleFor(ReduceRow<false, false, true>(df, x, n, 1.0f, 0.0f).max_abs);
+  const RowSums first = ReduceRow<true, false, false>(df, x, n, s, k * s);
   // First mean estimate, scaled, rounded to fp32 once.
   const float m0 =
       static_cast<float>(static_cast<double>(k) * s + first.sum * inv_n);
@@ -204,12 +242,31 @@ HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
   return RowScale{s, m0, static_cast<float>(mul), static_cast<float>(-c * mul)};
 }
 
+// LayerNorm: one pass over d = x - K with K = x[0]. d is exact when
+// |mean| >> std, and var = E[d^2] - E[d]^2 loses at most ~2 bits while
+// E[d]^2 <= 4 var (K within two standard deviations of the mean). Rows that
+// fail that test, or whose squares under- or overflow, take the general path.
+template <class DF, typename TX>
+HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
+  const double inv_n = 1.0 / static_cast<double>(n);
+  const float k = ToFloat(x[0]);
+  const RowSums d = ReduceRow<true, true, false>(df, x, n, 1.0f, k);
+  const double mean_d = d.sum * inv_n;
+  const double var = d.sum_sq * inv_n - mean_d * mean_d;
+  if (!SafeSumOfSquares(d.sum_sq) || !(mean_d * mean_d <= 4.0 * var)) {
+    return LayerNormScaleGeneral(df, x, n, eps);
+  }
+  const double mul = 1.0 / std::sqrt(var + static_cast<double>(eps));
+  return RowScale{1.0f, k, static_cast<float>(mul),
+                  static_cast<float>(-mean_d * mul)};
+}
+
 template <class DF, typename TX>
 HWY_INLINE RowScale RMSNormScale(DF df, const TX* x, size_t n, float eps) {
-  RowSums sq = ReduceRow<false, true, true>(df, x, n, 1.0f, 0.0f);
+  RowSums sq = ReduceRow<false, true, false>(df, x, n, 1.0f, 0.0f);
   float s = 1.0f;
-  if (!(sq.max_abs >= kRMSNormSafeMin && sq.max_abs <= kRMSNormSafeMax)) {
-    s = ScaleFor(sq.max_abs);
+  if (!SafeSumOfSquares(sq.sum_sq)) {  // rare: rescale by max|x|
+    s = ScaleFor(ReduceRow<false, false, true>(df, x, n, 1.0f, 0.0f).max_abs);
     sq = ReduceRow<false, true, false>(df, x, n, s, 0.0f);
   }
   const double ms =

@@ -19,12 +19,16 @@ constexpr size_t kMinElementsPerBlock = size_t{1} << 16;
 
 void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
                   size_t max_threads) {
+  const size_t work_blocks =
+      std::max<size_t>(1, rows * args.cols / kMinElementsPerBlock);
+  if (max_threads == 1 || work_blocks == 1 || rows == 1) {
+    fn(args, 0, rows);  // small work: no task scheduling at all
+    return;
+  }
   const size_t arena =
       static_cast<size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
   const size_t threads =
       max_threads == 0 ? arena : std::min(max_threads, arena);
-  const size_t work_blocks =
-      std::max<size_t>(1, rows * args.cols / kMinElementsPerBlock);
   // One block per thread: with no more blocks than threads, no more than
   // `threads` threads can work on the call at once.
   const size_t blocks = std::min({threads, work_blocks, rows});
