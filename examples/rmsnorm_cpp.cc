@@ -30,8 +30,11 @@ int main() {
       std::fprintf(stderr, "rms_norm: %s\n", simdnorm::to_string(s));
       return 1;
     }
-    double worst = 0;
-    for (size_t j = 0; j < y.size(); ++j) worst = std::fmax(worst, std::fabs(y[j] - want[j]));
+    float worst = 0;
+    for (size_t j = 0; j < y.size(); ++j) {
+      const float e = std::fabs(y[j] - want[j]);
+      if (e > worst) worst = e;
+    }
     std::printf("%-8s max |y - reference| = %.3g\n", isa.data(), worst);
   }
   simdnorm::set_isa("auto");

@@ -1,21 +1,26 @@
 // Per-target LayerNorm and RMSNorm row kernels, written once with Highway.
 //
-// Numerics (see docs/accuracy.md):
-// - LayerNorm uses the corrected two-pass algorithm (Chan, Golub & LeVeque,
-//   "Algorithms for computing the sample variance", 1983): a first pass finds
-//   m0, an estimate of the mean, from sum(x - K) with K = x[0], which is
-//   exact in fp32 when |mean| >> std (Sterbenz); the second pass sums
-//   d = x - m0 and d^2, and the correction c = sum(d)/n removes what m0
-//   missed. Outputs use (d - c) * r, never x * r - mean * r, so their error
-//   does not grow with |mean| / std.
-// - Sums of squares would overflow for |x| ~ 1e20 and lose everything for
-//   |x| ~ 1e-20. The first pass also finds max|x|; outside a safe range the
-//   row is processed as x * s with s a power of two (exact) that brings
-//   max|x| to [1, 2).
-// - Per-row scalars (mean, variance, 1/sqrt) are computed in float64, so
-//   only the vector sums and the per-element FMAs round in fp32.
-// - A NaN anywhere in a row reaches every output of the row through m0 (or
-//   the sum of squares); rows never share state.
+// Numerics (docs/accuracy.md has the long version):
+// - LayerNorm statistics come from d = x - K with K = x[0]. When |mean| >>
+//   std the subtraction is exact (Sterbenz), so accuracy does not depend on
+//   the mean. One pass gives sum(d) and sum(d^2); var = E[d^2] - E[d]^2 is
+//   trusted while E[d]^2 <= 4 var (K within two standard deviations of the
+//   mean: at most ~2 bits cancel). Other rows take the general path, the
+//   corrected two-pass algorithm (Chan, Golub & LeVeque, "Algorithms for
+//   computing the sample variance", 1983): m0 = K + E[x - K], then sums of
+//   d = x - m0 and d^2, the correction E[d] removing what m0 missed.
+// - Outputs are (d - E[d]) * r by FMA, never x * r - mean * r, whose error
+//   would grow with |mean| / std.
+// - Sums of squares overflow for |x| ~ 1e20 and vanish for |x| ~ 1e-20.
+//   When the one-pass sum of squares is outside a safe range, the row is
+//   processed as x * s, with s a power of two (exact) bringing max|x| to
+//   [1, 2).
+// - Vector sums run in fp32 over blocks of 32 vectors and are added in
+//   float64, so their error does not grow with the row length; per-row
+//   scalars (mean, variance, 1/sqrt) are float64.
+// - A NaN anywhere in a row reaches every output of that row through the
+//   sums; rows never share state, so any partition of rows gives the same
+//   bits.
 
 #if defined(SIMDNORM_LIB_NORM_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SIMDNORM_LIB_NORM_ROWS_INL_H_
@@ -35,12 +40,6 @@ HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace HWY_NAMESPACE {
 
-// Rows whose max|x| lies in these ranges need no scaling: squares of their
-// deviations stay normal and finite in fp32 (for up to 2^40 columns).
-inline constexpr float kLayerNormSafeMin = 0x1p-30f,
-                       kLayerNormSafeMax = 0x1p40f;
-inline constexpr float kRMSNormSafeMin = 0x1p-50f, kRMSNormSafeMax = 0x1p40f;
-
 // The power of two s with max_abs * s in [1, 2), kept a normal float.
 inline float ScaleFor(float max_abs) {
   if (!(max_abs > 0.0f) || !std::isfinite(max_abs)) {
@@ -54,17 +53,28 @@ inline float ScaleFor(float max_abs) {
   return std::ldexp(1.0f, -e);
 }
 
-// Sums over a row of v = x * s - k (one rounding, by FMA): sum(v), sum(v^2)
-// and max|x|, each only when asked for. Four independent chains hide the
-// add/FMA latency. Vector sums run in fp32 over blocks of 32 vectors and are
-// added up in float64, so the rounding error does not grow with the row
-// length (a single float chain of 8192 adds would lose ~2^-11).
+// What a pass does to x before summing: nothing, x - k, or x * s - k (one
+// rounding, by FMA). The cheaper forms keep the common rows off the FMA
+// ports, which bound these loops.
+enum class Shift { kNone, kSub, kScaleSub };
+
+template <Shift kShift, class V>
+HWY_INLINE V Shifted(V x, V s, V k) {
+  if constexpr (kShift == Shift::kNone) return x;
+  if constexpr (kShift == Shift::kSub) return hn::Sub(x, k);
+  return hn::MulSub(x, s, k);
+}
+
 struct RowSums {
   double sum = 0.0, sum_sq = 0.0;
   float max_abs = 0.0f;
 };
 
-template <bool kSum, bool kSq, bool kMax, class DF, typename TX>
+// sum(v), sum(v^2) and max|x| over a row, v = Shifted(x), each only when
+// asked for. Four independent chains hide the add/FMA latency; fp32 sums of
+// at most 32 vectors are added up in float64 (a single fp32 chain of 8192
+// adds would lose ~2^-11).
+template <bool kSum, bool kSq, bool kMax, Shift kShift, class DF, typename TX>
 HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
                              float k) {
   const size_t N = hn::Lanes(df);
@@ -74,20 +84,20 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
   RowSums out;
   size_t i = 0;
   while (i < n) {
-    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df), sum2 = hn::Zero(df),
-         sum3 = hn::Zero(df);
-    auto sq0 = hn::Zero(df), sq1 = hn::Zero(df), sq2 = hn::Zero(df),
-         sq3 = hn::Zero(df);
+    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
+    auto sum2 = hn::Zero(df), sum3 = hn::Zero(df);
+    auto sq0 = hn::Zero(df), sq1 = hn::Zero(df);
+    auto sq2 = hn::Zero(df), sq3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
     for (; i + 4 * N <= block_end; i += 4 * N) {
       const auto x0 = LoadF(df, x + i);
       const auto x1 = LoadF(df, x + i + N);
       const auto x2 = LoadF(df, x + i + 2 * N);
       const auto x3 = LoadF(df, x + i + 3 * N);
-      const auto v0 = hn::MulSub(x0, vs, vk);
-      const auto v1 = hn::MulSub(x1, vs, vk);
-      const auto v2 = hn::MulSub(x2, vs, vk);
-      const auto v3 = hn::MulSub(x3, vs, vk);
+      const auto v0 = Shifted<kShift>(x0, vs, vk);
+      const auto v1 = Shifted<kShift>(x1, vs, vk);
+      const auto v2 = Shifted<kShift>(x2, vs, vk);
+      const auto v3 = Shifted<kShift>(x3, vs, vk);
       if constexpr (kSum) {
         sum0 = hn::Add(sum0, v0);
         sum1 = hn::Add(sum1, v1);
@@ -107,7 +117,7 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
     }
     for (; i + N <= block_end; i += N) {
       const auto x0 = LoadF(df, x + i);
-      const auto v0 = hn::MulSub(x0, vs, vk);
+      const auto v0 = Shifted<kShift>(x0, vs, vk);
       if constexpr (kSum) sum0 = hn::Add(sum0, v0);
       if constexpr (kSq) sq0 = hn::MulAdd(v0, v0, sq0);
       if constexpr (kMax) max0 = hn::Max(max0, hn::Abs(x0));
@@ -115,8 +125,8 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
     if (i < block_end) {  // the row's last, partial vector: zero-padded
       const size_t count = block_end - i;
       const auto x1 = LoadTailF(df, x + i, count);
-      const auto v1 =
-          hn::IfThenElseZero(hn::FirstN(df, count), hn::MulSub(x1, vs, vk));
+      const auto v1 = hn::IfThenElseZero(hn::FirstN(df, count),
+                                         Shifted<kShift>(x1, vs, vk));
       if constexpr (kSum) sum1 = hn::Add(sum1, v1);
       if constexpr (kSq) sq1 = hn::MulAdd(v1, v1, sq1);
       if constexpr (kMax) max1 = hn::Max(max1, hn::Abs(x1));
@@ -131,27 +141,28 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
       out.sum_sq += hn::GetLane(hn::SumOfLanes(df, sq));
     }
   }
-  if constexpr (kMax)
+  if constexpr (kMax) {
     out.max_abs = hn::GetLane(hn::MaxOfLanes(df, hn::Max(max0, max1)));
+  }
   return out;
 }
 
-// The normalized value before gamma/beta, as a function of one x vector:
-//   xhat = (x * s - m) * mul + add.
-// LayerNorm: m = m0 * s (scaled first mean), mul = r / s, add = -c * r / s.
-// RMSNorm:   m = 0, mul = r / s, add = 0 (a single rounding of x * s is exact).
+// A row's normalization as xhat = Shifted(x) * mul + add, with
+// LayerNorm: Shifted(x) = x * s - m, m the (scaled) shift, add = -E[d] * mul;
+// RMSNorm:   Shifted(x) = x * s, add = 0. Unscaled rows have s = 1.
 struct RowScale {
   float s, m, mul, add;
 };
 
-// The row's constants, broadcast once (vectors cannot live in structs on
-// SVE, so they are plain locals of the caller).
-template <bool kLayerNorm, class V>
+template <bool kLayerNorm, bool kScaled, class V>
 HWY_INLINE V Normalized(V v, V s, V m, V mul, V add) {
+  constexpr Shift kShift = !kLayerNorm
+                               ? (kScaled ? Shift::kScaleSub : Shift::kNone)
+                               : (kScaled ? Shift::kScaleSub : Shift::kSub);
   if constexpr (kLayerNorm) {
-    return hn::MulAdd(hn::MulSub(v, s, m), mul, add);
+    return hn::MulAdd(Shifted<kShift>(v, s, m), mul, add);
   } else {
-    return hn::Mul(hn::Mul(v, s), mul);
+    return hn::Mul(Shifted<kShift>(v, s, hn::Zero(hn::DFromV<V>())), mul);
   }
 }
 
@@ -159,8 +170,9 @@ template <bool kGamma, bool kBeta, class DF, typename TP>
 HWY_INLINE hn::Vec<DF> Affine(DF df, hn::Vec<DF> t,
                               const TP* HWY_RESTRICT gamma,
                               const TP* HWY_RESTRICT beta, size_t i) {
-  if constexpr (kGamma && kBeta)
+  if constexpr (kGamma && kBeta) {
     return hn::MulAdd(t, LoadF(df, gamma + i), LoadF(df, beta + i));
+  }
   if constexpr (kGamma && !kBeta) return hn::Mul(t, LoadF(df, gamma + i));
   if constexpr (!kGamma && kBeta) return hn::Add(t, LoadF(df, beta + i));
   return t;
@@ -175,17 +187,20 @@ HWY_INLINE hn::Vec<DF> AffineTail(DF df, hn::Vec<DF> t,
     return hn::MulAdd(t, LoadTailF(df, gamma + i, count),
                       LoadTailF(df, beta + i, count));
   }
-  if constexpr (kGamma && !kBeta)
+  if constexpr (kGamma && !kBeta) {
     return hn::Mul(t, LoadTailF(df, gamma + i, count));
-  if constexpr (!kGamma && kBeta)
+  }
+  if constexpr (!kGamma && kBeta) {
     return hn::Add(t, LoadTailF(df, beta + i, count));
+  }
   return t;
 }
 
 // y = Normalized(x) * gamma + beta. x and y may be the same row (in place):
-// each vector is loaded before it is stored.
-template <bool kLayerNorm, bool kGamma, bool kBeta, class DF, typename TX,
-          typename TY, typename TP>
+// each vector is loaded before it is stored. The row's constants are
+// broadcast once (vectors cannot live in structs on SVE).
+template <bool kLayerNorm, bool kScaled, bool kGamma, bool kBeta, class DF,
+          typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
                            const TP* HWY_RESTRICT gamma,
                            const TP* HWY_RESTRICT beta, size_t n, RowScale k) {
@@ -196,20 +211,21 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
   for (; i + 2 * N <= n; i += 2 * N) {
     const auto x0 = LoadF(df, x + i);
     const auto x1 = LoadF(df, x + i + N);
-    const auto t0 = Normalized<kLayerNorm>(x0, s, m, mul, add);
-    const auto t1 = Normalized<kLayerNorm>(x1, s, m, mul, add);
+    const auto t0 = Normalized<kLayerNorm, kScaled>(x0, s, m, mul, add);
+    const auto t1 = Normalized<kLayerNorm, kScaled>(x1, s, m, mul, add);
     StoreF(df, Affine<kGamma, kBeta>(df, t0, gamma, beta, i), y + i);
     StoreF(df, Affine<kGamma, kBeta>(df, t1, gamma, beta, i + N), y + i + N);
   }
   if (i + N <= n) {
-    const auto t = Normalized<kLayerNorm>(LoadF(df, x + i), s, m, mul, add);
+    const auto t =
+        Normalized<kLayerNorm, kScaled>(LoadF(df, x + i), s, m, mul, add);
     StoreF(df, Affine<kGamma, kBeta>(df, t, gamma, beta, i), y + i);
     i += N;
   }
   if (i < n) {
     const size_t count = n - i;
-    const auto t =
-        Normalized<kLayerNorm>(LoadTailF(df, x + i, count), s, m, mul, add);
+    const auto t = Normalized<kLayerNorm, kScaled>(LoadTailF(df, x + i, count),
+                                                   s, m, mul, add);
     StoreTailF(df, AffineTail<kGamma, kBeta>(df, t, gamma, beta, i, count),
                y + i, count);
   }
@@ -229,12 +245,15 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   const double inv_n = 1.0 / static_cast<double>(n);
   const float k = ToFloat(x[0]);
   const float s =
-      ScaleFor(ReduceRow<false, false, true>(df, x, n, 1.0f, 0.0f).max_abs);
-  const RowSums first = ReduceRow<true, false, false>(df, x, n, s, k * s);
+      ScaleFor(ReduceRow<false, false, true, Shift::kNone>(df, x, n, 1.0f, 0.0f)
+                   .max_abs);
+  const RowSums first =
+      ReduceRow<true, false, false, Shift::kScaleSub>(df, x, n, s, k * s);
   // First mean estimate, scaled, rounded to fp32 once.
   const float m0 =
       static_cast<float>(static_cast<double>(k) * s + first.sum * inv_n);
-  const RowSums dev = ReduceRow<true, true, false>(df, x, n, s, m0);
+  const RowSums dev =
+      ReduceRow<true, true, false, Shift::kScaleSub>(df, x, n, s, m0);
   const double c = dev.sum * inv_n;
   const double var_scaled = std::fmax(dev.sum_sq * inv_n - c * c, 0.0);
   const double var = var_scaled / (static_cast<double>(s) * s);
@@ -242,15 +261,13 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   return RowScale{s, m0, static_cast<float>(mul), static_cast<float>(-c * mul)};
 }
 
-// LayerNorm: one pass over d = x - K with K = x[0]. d is exact when
-// |mean| >> std, and var = E[d^2] - E[d]^2 loses at most ~2 bits while
-// E[d]^2 <= 4 var (K within two standard deviations of the mean). Rows that
-// fail that test, or whose squares under- or overflow, take the general path.
+// LayerNorm: one pass over d = x - x[0], or the general path (see top).
 template <class DF, typename TX>
 HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
   const double inv_n = 1.0 / static_cast<double>(n);
   const float k = ToFloat(x[0]);
-  const RowSums d = ReduceRow<true, true, false>(df, x, n, 1.0f, k);
+  const RowSums d =
+      ReduceRow<true, true, false, Shift::kSub>(df, x, n, 1.0f, k);
   const double mean_d = d.sum * inv_n;
   const double var = d.sum_sq * inv_n - mean_d * mean_d;
   if (!SafeSumOfSquares(d.sum_sq) || !(mean_d * mean_d <= 4.0 * var)) {
@@ -263,16 +280,34 @@ HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
 
 template <class DF, typename TX>
 HWY_INLINE RowScale RMSNormScale(DF df, const TX* x, size_t n, float eps) {
-  RowSums sq = ReduceRow<false, true, false>(df, x, n, 1.0f, 0.0f);
+  RowSums sq =
+      ReduceRow<false, true, false, Shift::kNone>(df, x, n, 1.0f, 0.0f);
   float s = 1.0f;
   if (!SafeSumOfSquares(sq.sum_sq)) {  // rare: rescale by max|x|
-    s = ScaleFor(ReduceRow<false, false, true>(df, x, n, 1.0f, 0.0f).max_abs);
-    sq = ReduceRow<false, true, false>(df, x, n, s, 0.0f);
+    s = ScaleFor(
+        ReduceRow<false, false, true, Shift::kNone>(df, x, n, 1.0f, 0.0f)
+            .max_abs);
+    sq = ReduceRow<false, true, false, Shift::kScaleSub>(df, x, n, s, 0.0f);
   }
   const double ms =
       sq.sum_sq / static_cast<double>(n) / (static_cast<double>(s) * s);
   const double mul = 1.0 / (std::sqrt(ms + static_cast<double>(eps)) * s);
   return RowScale{s, 0.0f, static_cast<float>(mul), 0.0f};
+}
+
+template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE void ApplyAffine(DF df, const TX* x, TY* y, const TP* gamma,
+                            const TP* beta, size_t n, RowScale k) {
+  if (gamma && beta) {
+    ApplyRow<kLayerNorm, kScaled, true, true>(df, x, y, gamma, beta, n, k);
+  } else if (gamma) {
+    ApplyRow<kLayerNorm, kScaled, true, false>(df, x, y, gamma, beta, n, k);
+  } else if (beta) {
+    ApplyRow<kLayerNorm, kScaled, false, true>(df, x, y, gamma, beta, n, k);
+  } else {
+    ApplyRow<kLayerNorm, kScaled, false, false>(df, x, y, gamma, beta, n, k);
+  }
 }
 
 template <int kKind, typename TX, typename TY, typename TP>
@@ -287,14 +322,10 @@ void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
     const RowScale k = kLayerNorm ? LayerNormScale(df, x, n, a.eps)
                                   : RMSNormScale(df, x, n, a.eps);
-    if (gamma && beta) {
-      ApplyRow<kLayerNorm, true, true>(df, x, y, gamma, beta, n, k);
-    } else if (gamma) {
-      ApplyRow<kLayerNorm, true, false>(df, x, y, gamma, beta, n, k);
-    } else if (beta) {
-      ApplyRow<kLayerNorm, false, true>(df, x, y, gamma, beta, n, k);
+    if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: the cheaper form
+      ApplyAffine<kLayerNorm, false>(df, x, y, gamma, beta, n, k);
     } else {
-      ApplyRow<kLayerNorm, false, false>(df, x, y, gamma, beta, n, k);
+      ApplyAffine<kLayerNorm, true>(df, x, y, gamma, beta, n, k);
     }
   }
 }
