@@ -1,7 +1,16 @@
 // Per-target loads and stores of rows as float vectors: float as is, bf16
 // widened exactly, results narrowed to bf16 with round-to-nearest-even.
-// Tails shorter than a vector go through a stack buffer, so no vector load or
-// store ever touches memory outside the row.
+//
+// Pairs: the main loops move 2N elements at a time as two float vectors.
+// For float they are the two halves in order. For bf16 they are the even
+// and the odd elements of one 2N-element load (the low and high halves of
+// each 32-bit lane), which widen with one shift or mask and narrow back
+// with a shift and an OR: no lane shuffles. Element order does not matter
+// to sums, and a row whose x, y and weights all pair the same way can be
+// normalized pair by pair.
+//
+// Tails shorter than a vector go through a stack buffer, so no vector load
+// or store ever touches memory outside the row.
 
 #if defined(SIMDNORM_LIB_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SIMDNORM_LIB_CONVERT_INL_H_
@@ -11,6 +20,7 @@
 #endif
 
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/highway.h"
 
@@ -47,26 +57,78 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
   hn::StoreU(v, df, p);
 }
 
-// Round to nearest, ties to even, then keep the top 16 bits. Highway 1.0.3's
-// DemoteTo(bf16) only truncates, so the rounding is done here first: adding
-// 0x7FFF plus the lowest kept bit carries into the kept bits exactly when the
-// dropped half is above one half, or equal to it with an odd kept part.
-// Overflow rounds to infinity as it should; NaN is kept NaN (made quiet, as
-// the carry could otherwise turn a signalling NaN into infinity).
+// The bits of v rounded to bf16 precision, in the top half of each lane.
+// Highway 1.0.3's DemoteTo(bf16) only truncates, so the rounding is done
+// here: adding 0x7FFF plus the lowest kept bit carries into the kept bits
+// exactly when the dropped half is above one half, or equal to it with an
+// odd kept part (round to nearest, ties to even). Overflow rounds to
+// infinity as it should; NaN stays NaN (made quiet, as the carry could
+// otherwise turn a NaN with a large payload into infinity or zero).
 template <class DF>
-HWY_INLINE void StoreF(DF /*df*/, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedToBF16Bits(DF df,
+                                                               hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du32;
-  const hn::RebindToSigned<DF> di32;
-  const hn::Rebind<uint16_t, DF> d16;
+  (void)df;
   const auto bits = hn::BitCast(du32, v);
   const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
   const auto rounded = hn::Add(bits, hn::Add(hn::Set(du32, 0x7FFF), odd));
   const auto quiet_nan = hn::Or(bits, hn::Set(du32, 0x00400000));
-  const auto out =
-      hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
-  const auto top = hn::BitCast(di32, hn::ShiftRight<16>(out));  // 0..0xFFFF
+  return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
+}
+
+template <class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> d16;
+  const auto top =
+      hn::BitCast(di32, hn::ShiftRight<16>(RoundedToBF16Bits(df, v)));
   hn::StoreU(hn::DemoteTo(d16, top), d16, reinterpret_cast<uint16_t*>(p));
 }
+
+// ------------------------------ Pairs of vectors (2N elements)
+
+template <typename T>
+inline constexpr bool kEvenOdd = std::is_same_v<T, bf16_t>;
+
+// The first and second vector of the pair at p.
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p + hn::Lanes(df));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+  return hn::BitCast(df, hn::ShiftLeft<16>(u));  // even elements
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+  return hn::BitCast(df, hn::And(u, hn::Set(du32, 0xFFFF0000u)));  // odd
+}
+
+template <class DF>
+HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                          float* HWY_RESTRICT p) {
+  hn::StoreU(a, df, p);
+  hn::StoreU(b, df, p + hn::Lanes(df));
+}
+template <class DF>
+HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                          bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto even = hn::ShiftRight<16>(RoundedToBF16Bits(df, a));
+  const auto odd =
+      hn::And(RoundedToBF16Bits(df, b), hn::Set(du32, 0xFFFF0000u));
+  hn::StoreU(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
+}
+
+// ------------------------------ Tails
 
 // Loads the first `count` (< Lanes) elements; the other lanes are zero.
 template <class DF, typename T>

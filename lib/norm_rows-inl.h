@@ -90,10 +90,10 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
     auto sq2 = hn::Zero(df), sq3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
     for (; i + 4 * N <= block_end; i += 4 * N) {
-      const auto x0 = LoadF(df, x + i);
-      const auto x1 = LoadF(df, x + i + N);
-      const auto x2 = LoadF(df, x + i + 2 * N);
-      const auto x3 = LoadF(df, x + i + 3 * N);
+      const auto x0 = LoadPairA(df, x + i);
+      const auto x1 = LoadPairB(df, x + i);
+      const auto x2 = LoadPairA(df, x + i + 2 * N);
+      const auto x3 = LoadPairB(df, x + i + 2 * N);
       const auto v0 = Shifted<kShift>(x0, vs, vk);
       const auto v1 = Shifted<kShift>(x1, vs, vk);
       const auto v2 = Shifted<kShift>(x2, vs, vk);
@@ -198,23 +198,46 @@ HWY_INLINE hn::Vec<DF> AffineTail(DF df, hn::Vec<DF> t,
 
 // y = Normalized(x) * gamma + beta. x and y may be the same row (in place):
 // each vector is loaded before it is stored. The row's constants are
-// broadcast once (vectors cannot live in structs on SVE).
+// broadcast once (vectors cannot live in structs on SVE). The main loop
+// moves pairs (convert-inl.h) when x, y and the weights pair alike.
 template <bool kLayerNorm, bool kScaled, bool kGamma, bool kBeta, class DF,
           typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
                            const TP* HWY_RESTRICT gamma,
                            const TP* HWY_RESTRICT beta, size_t n, RowScale k) {
+  constexpr bool kPairs = kEvenOdd<TX> == kEvenOdd<TY> &&
+                          (kEvenOdd<TX> == kEvenOdd<TP> || (!kGamma && !kBeta));
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
   size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    const auto x0 = LoadF(df, x + i);
-    const auto x1 = LoadF(df, x + i + N);
-    const auto t0 = Normalized<kLayerNorm, kScaled>(x0, s, m, mul, add);
-    const auto t1 = Normalized<kLayerNorm, kScaled>(x1, s, m, mul, add);
-    StoreF(df, Affine<kGamma, kBeta>(df, t0, gamma, beta, i), y + i);
-    StoreF(df, Affine<kGamma, kBeta>(df, t1, gamma, beta, i + N), y + i + N);
+  if constexpr (kPairs) {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      auto t0 =
+          Normalized<kLayerNorm, kScaled>(LoadPairA(df, x + i), s, m, mul, add);
+      auto t1 =
+          Normalized<kLayerNorm, kScaled>(LoadPairB(df, x + i), s, m, mul, add);
+      if constexpr (kGamma && kBeta) {  // one rounding, as in Affine()
+        t0 = hn::MulAdd(t0, LoadPairA(df, gamma + i), LoadPairA(df, beta + i));
+        t1 = hn::MulAdd(t1, LoadPairB(df, gamma + i), LoadPairB(df, beta + i));
+      } else if constexpr (kGamma) {
+        t0 = hn::Mul(t0, LoadPairA(df, gamma + i));
+        t1 = hn::Mul(t1, LoadPairB(df, gamma + i));
+      } else if constexpr (kBeta) {
+        t0 = hn::Add(t0, LoadPairA(df, beta + i));
+        t1 = hn::Add(t1, LoadPairB(df, beta + i));
+      }
+      StorePair(df, t0, t1, y + i);
+    }
+  } else {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const auto x0 = LoadF(df, x + i);
+      const auto x1 = LoadF(df, x + i + N);
+      const auto t0 = Normalized<kLayerNorm, kScaled>(x0, s, m, mul, add);
+      const auto t1 = Normalized<kLayerNorm, kScaled>(x1, s, m, mul, add);
+      StoreF(df, Affine<kGamma, kBeta>(df, t0, gamma, beta, i), y + i);
+      StoreF(df, Affine<kGamma, kBeta>(df, t1, gamma, beta, i + N), y + i + N);
+    }
   }
   if (i + N <= n) {
     const auto t =
