@@ -333,6 +333,16 @@ HWY_INLINE void ApplyAffine(DF df, const TX* x, TY* y, const TP* gamma,
   }
 }
 
+template <bool kLayerNorm, class DF, typename TX>
+HWY_INLINE RowScale Scale(DF df, const TX* x, size_t n, float eps) {
+  return kLayerNorm ? LayerNormScale(df, x, n, eps)
+                    : RMSNormScale(df, x, n, eps);
+}
+
+// Rows are software-pipelined: row r + 1's statistics are computed before
+// row r is written, so the latency of one row's reduction, square root and
+// division overlaps the other row's stores. Each row's result still depends
+// only on that row (in place too: row r + 1 is read, row r is written).
 template <int kKind, typename TX, typename TY, typename TP>
 void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
   constexpr bool kLayerNorm = kKind == 0;
@@ -340,11 +350,17 @@ void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
   const TP* gamma = static_cast<const TP*>(a.gamma);
   const TP* beta = static_cast<const TP*>(a.beta);
   const size_t n = a.cols;
+  const TX* x_rows = static_cast<const TX*>(a.x);
+  if (row_begin >= row_end) return;
+  RowScale next =
+      Scale<kLayerNorm>(df, x_rows + row_begin * a.x_stride, n, a.eps);
   for (size_t r = row_begin; r < row_end; ++r) {
-    const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
+    const RowScale k = next;
+    if (r + 1 < row_end) {
+      next = Scale<kLayerNorm>(df, x_rows + (r + 1) * a.x_stride, n, a.eps);
+    }
+    const TX* x = x_rows + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
-    const RowScale k = kLayerNorm ? LayerNormScale(df, x, n, a.eps)
-                                  : RMSNormScale(df, x, n, a.eps);
     if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: the cheaper form
       ApplyAffine<kLayerNorm, false>(df, x, y, gamma, beta, n, k);
     } else {
