@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "hwy/targets.h"
+#include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
 namespace internal {
@@ -15,26 +16,50 @@ namespace {
 
 constexpr size_t kMaxIsas = 64;
 
-// Filled by static initializers of the kernel files, before main(); plain
-// arrays, so they are constant-initialized before any of those run.
-Isa g_registered[kMaxIsas];
-size_t g_num_registered = 0;
-
+// The ISAs compiled in and supported by this CPU, best first; built once,
+// on first use, from the kernel files' dispatch tables.
 struct IsaList {
-  const Isa* isas[kMaxIsas];
+  Isa storage[kMaxIsas] = {};
+  size_t num_stored = 0;
+  const Isa* isas[kMaxIsas] = {};
   size_t count = 0;
   const Isa* best = nullptr;
 
+  template <int kKind>
+  static void Add(const TargetKernels& k, void* self) {
+    IsaList& list = *static_cast<IsaList*>(self);
+    Isa* isa = nullptr;
+    for (size_t i = 0; i < list.num_stored; ++i) {
+      if (list.storage[i].target == k.target) isa = &list.storage[i];
+    }
+    if (isa == nullptr) {
+      if (list.num_stored == kMaxIsas) return;
+      isa = &list.storage[list.num_stored++];
+      isa->target = k.target;
+      isa->name = k.name;
+    }
+    for (int x = 0; x < kNumDTypes; ++x)
+      for (int y = 0; y < kNumDTypes; ++y)
+        for (int p = 0; p < kNumDTypes; ++p)
+          isa->fn[kKind][x][y][p] = (*k.table)[x][y][p];
+  }
+
+  static bool Complete(const Isa& isa) {
+    for (const auto& by_x : isa.fn)
+      for (const auto& by_y : by_x)
+        for (const auto& by_p : by_y)
+          for (RowsFn f : by_p)
+            if (f == nullptr) return false;
+    return true;
+  }
+
   IsaList() {
+    VisitLayerNormKernels(&Add<SIMDNORM_LAYERNORM>, this);
+    VisitRMSNormKernels(&Add<SIMDNORM_RMSNORM>, this);
     const int64_t supported = hwy::SupportedTargets();
-    for (size_t i = 0; i < g_num_registered; ++i) {
-      const Isa& isa = g_registered[i];
-      bool complete = true;
-      for (const auto& by_x : isa.fn)
-        for (const auto& by_y : by_x)
-          for (const auto& by_p : by_y)
-            for (RowsFn f : by_p) complete = complete && f != nullptr;
-      if (complete && (isa.target & supported) != 0) isas[count++] = &isa;
+    for (size_t i = 0; i < num_stored; ++i) {
+      const Isa& isa = storage[i];
+      if (Complete(isa) && (isa.target & supported) != 0) isas[count++] = &isa;
     }
     // Highway numbers targets so that a lower bit is a better target.
     std::sort(isas, isas + count,
@@ -66,10 +91,10 @@ std::atomic<const Isa*>& Active() {
     const char* env = std::getenv("SIMDNORM_ISA");
     const Isa* isa = env && *env ? Find(env) : nullptr;
     if (env && *env && !isa) {
-      std::fprintf(
-          stderr,
-          "simdnorm: SIMDNORM_ISA=%s is not a supported ISA; using auto\n",
-          env);
+      std::fprintf(stderr,
+                   "simdnorm: SIMDNORM_ISA=%s is not a supported ISA; using "
+                   "auto\n",
+                   env);
     }
     return isa ? isa : List().best;
   }();
@@ -77,25 +102,6 @@ std::atomic<const Isa*>& Active() {
 }
 
 }  // namespace
-
-bool RegisterKernels(int64_t target, const char* name, int kind,
-                     const KindTable& table) {
-  Isa* isa = nullptr;
-  for (size_t i = 0; i < g_num_registered; ++i) {
-    if (g_registered[i].target == target) isa = &g_registered[i];
-  }
-  if (!isa) {
-    if (g_num_registered == kMaxIsas) return false;
-    isa = &g_registered[g_num_registered++];
-    isa->target = target;
-    isa->name = name;
-  }
-  for (int x = 0; x < kNumDTypes; ++x)
-    for (int y = 0; y < kNumDTypes; ++y)
-      for (int p = 0; p < kNumDTypes; ++p)
-        isa->fn[kind][x][y][p] = table[x][y][p];
-  return true;
-}
 
 size_t IsaCount() { return List().count; }
 

@@ -32,10 +32,19 @@ using RowsFn = void (*)(const RowArgs& args, size_t row_begin, size_t row_end);
 // [x_type][y_type][param_type]
 using KindTable = RowsFn[kNumDTypes][kNumDTypes][kNumDTypes];
 
-// Called once per (Highway target, kind) by static initializers of the
-// per-target kernel files; `name` is hwy::TargetName(target).
-bool RegisterKernels(int64_t target, const char* name, int kind,
-                     const KindTable& table);
+// One Highway target's kernels of one kind; `name` is hwy::TargetName().
+struct TargetKernels {
+  int64_t target;
+  const char* name;
+  const KindTable* table;
+};
+
+// Calls `visit` for each target the kernels of a kind were compiled for
+// (kernels_layernorm.cc, kernels_rmsnorm.cc); a target may come twice.
+void VisitLayerNormKernels(void (*visit)(const TargetKernels&, void* ctx),
+                           void* ctx);
+void VisitRMSNormKernels(void (*visit)(const TargetKernels&, void* ctx),
+                         void* ctx);
 
 // The target Highway's own dynamic dispatch picks on this CPU.
 int64_t BestTarget();

@@ -1,4 +1,5 @@
-// layernorm kernels for every Highway target, registered in the kernel table.
+// LayerNorm kernels, compiled once per Highway target (foreach_target.h) and
+// exported to the ISA registry through Highway's dispatch table.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels_layernorm.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -6,17 +7,16 @@
 #include "hwy/highway.h"
 #include "lib/kernel_table.h"
 #include "lib/norm_rows-inl.h"
-#include "simdnorm/simdnorm.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace HWY_NAMESPACE {
 
-[[maybe_unused]] const bool kLayernormRegistered =
-    internal::RegisterKernels(HWY_TARGET, hwy::TargetName(HWY_TARGET),
-                              SIMDNORM_LAYERNORM, KindKernels<0>().table);
+const KindKernels<0> kLayerNormKernels;
 
-int64_t CompiledTarget() { return HWY_TARGET; }
+internal::TargetKernels LayerNormKernels() {
+  return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kLayerNormKernels.table};
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace simdnorm
@@ -26,9 +26,19 @@ HWY_AFTER_NAMESPACE();
 namespace simdnorm {
 namespace internal {
 
-HWY_EXPORT(CompiledTarget);
+HWY_EXPORT(LayerNormKernels);
 
-int64_t BestTarget() { return HWY_DYNAMIC_DISPATCH(CompiledTarget)(); }
+// Every entry of the dispatch table is one compiled target's function (the
+// first re-runs CPU detection, then calls the best one): calling each names
+// its target. The registry ignores repeats.
+void VisitLayerNormKernels(void (*visit)(const TargetKernels&, void* ctx),
+                           void* ctx) {
+  for (const auto fn : HWY_DISPATCH_TABLE(LayerNormKernels)) {
+    if (fn != nullptr) visit(fn(), ctx);
+  }
+}
+
+int64_t BestTarget() { return HWY_DYNAMIC_DISPATCH(LayerNormKernels)().target; }
 
 }  // namespace internal
 }  // namespace simdnorm

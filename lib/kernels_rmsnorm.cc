@@ -1,4 +1,5 @@
-// rmsnorm kernels for every Highway target, registered in the kernel table.
+// RMSNorm kernels, compiled once per Highway target (foreach_target.h) and
+// exported to the ISA registry through Highway's dispatch table.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "lib/kernels_rmsnorm.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -6,16 +7,37 @@
 #include "hwy/highway.h"
 #include "lib/kernel_table.h"
 #include "lib/norm_rows-inl.h"
-#include "simdnorm/simdnorm.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace HWY_NAMESPACE {
 
-[[maybe_unused]] const bool kRmsnormRegistered =
-    internal::RegisterKernels(HWY_TARGET, hwy::TargetName(HWY_TARGET),
-                              SIMDNORM_RMSNORM, KindKernels<1>().table);
+const KindKernels<1> kRMSNormKernels;
+
+internal::TargetKernels RMSNormKernels() {
+  return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kRMSNormKernels.table};
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace simdnorm {
+namespace internal {
+
+HWY_EXPORT(RMSNormKernels);
+
+// Every entry of the dispatch table is one compiled target's function (the
+// first re-runs CPU detection, then calls the best one): calling each names
+// its target. The registry ignores repeats.
+void VisitRMSNormKernels(void (*visit)(const TargetKernels&, void* ctx),
+                         void* ctx) {
+  for (const auto fn : HWY_DISPATCH_TABLE(RMSNormKernels)) {
+    if (fn != nullptr) visit(fn(), ctx);
+  }
+}
+
+}  // namespace internal
+}  // namespace simdnorm
+#endif  // HWY_ONCE

@@ -2,14 +2,23 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 namespace simdnorm {
 namespace internal {
 namespace {
 
-bool ValidDType(simdnorm_dtype t) {
-  return t == SIMDNORM_F32 || t == SIMDNORM_BF16;
+// A C caller may store any int in an enum field, and in C++ loading an enum
+// outside its declared values is undefined: read the raw integer instead.
+template <typename E>
+int RawEnum(const E& field) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &field, sizeof(v));
+  return static_cast<int>(v);
 }
+
+bool ValidDType(int t) { return t == SIMDNORM_F32 || t == SIMDNORM_BF16; }
 
 // Half-open byte range [begin, end) spanned by some rows.
 struct Span {
@@ -39,9 +48,10 @@ size_t ElementSize(simdnorm_dtype t) { return t == SIMDNORM_F32 ? 4 : 2; }
 
 simdnorm_status Validate(const simdnorm_desc* d, Problem* p) {
   if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  if ((d->kind != SIMDNORM_LAYERNORM && d->kind != SIMDNORM_RMSNORM) ||
-      !ValidDType(d->x_type) || !ValidDType(d->y_type) ||
-      !ValidDType(d->param_type)) {
+  const int kind = RawEnum(d->kind);
+  if ((kind != SIMDNORM_LAYERNORM && kind != SIMDNORM_RMSNORM) ||
+      !ValidDType(RawEnum(d->x_type)) || !ValidDType(RawEnum(d->y_type)) ||
+      !ValidDType(RawEnum(d->param_type))) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps))
