@@ -1,0 +1,285 @@
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "report.h"
+
+namespace simdnorm_accuracy {
+namespace {
+
+// Columns sized to their widest cell; numbers right-aligned.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header, std::string right)
+      : right_(std::move(right)) {
+    rows_.push_back(std::move(header));
+  }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void separator() { rows_.emplace_back(); }
+  void print(std::ostream& os) const {
+    std::vector<size_t> width;
+    for (const auto& r : rows_) {
+      if (width.size() < r.size()) width.resize(r.size(), 0);
+      for (size_t i = 0; i < r.size(); ++i)
+        width[i] = std::max(width[i], r[i].size());
+    }
+    for (size_t ri = 0; ri < rows_.size(); ++ri) {
+      const auto& r = rows_[ri];
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        const bool right = i < right_.size() && right_[i] == 'r';
+        const std::string pad(width[i] - r[i].size(), ' ');
+        if (i) line += "  ";
+        line += right ? pad + r[i] : (i + 1 == r.size() ? r[i] : r[i] + pad);
+      }
+      os << line << "\n";
+      if (ri == 0) {
+        size_t total = 0;
+        for (size_t w : width) total += w + 2;
+        os << std::string(total > 2 ? total - 2 : 0, '-') << "\n";
+      }
+    }
+  }
+
+ private:
+  std::string right_;  // per column: 'r' right-aligned, anything else left
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string status_of(bool checked, bool exceeds) {
+  if (checked) return exceeds ? "FAIL" : "ok";
+  return exceeds ? "(exceeds)" : "(within)";
+}
+
+bool summary_exceeds(const SummaryRow& s) {
+  if (s.bf16_out()) {
+    return s.min_exact_share < kBf16MinExactShare || s.over > 0;
+  }
+  return !(s.max <= kF32MaxScaledUlps);
+}
+
+bool row_exceeds(const ResultRow& r) {
+  ResultRow copy = r;
+  copy.checked = true;
+  copy.violations.clear();
+  check_bounds(&copy);
+  return !copy.violations.empty();
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+void write_header(std::ostream& os, const ReportMeta& meta) {
+  std::string cols;
+  for (size_t i = 0; i < meta.cols.size(); ++i) {
+    cols += (i ? "," : "") + std::to_string(meta.cols[i]);
+  }
+  char eps[32];
+  std::snprintf(eps, sizeof(eps), "%g", meta.eps);
+  os << "simdnorm-accuracy: " << meta.command << "\n";
+  if (meta.input_path.empty()) {
+    os << "  seed " << meta.seed << ", " << meta.rows
+       << " rows per family, cols " << cols << ", eps " << eps
+       << " (0 for *-eps0 families)\n";
+  } else {
+    os << "  input " << meta.input_path << " (" << dtype_name(meta.input_dtype)
+       << ", " << meta.input_rows << " rows x " << cols << " cols), eps " << eps
+       << ", weights from seed " << meta.seed << "\n";
+  }
+  os << "  ISAs " << join(meta.isas, ", ")
+     << "; dtypes are x/y/w (input/output/"
+     << "gamma,beta)\n";
+  os << "  fp32 out: scaled ulps = |got - want| / (2^-23 (|gamma| "
+        "max(1,|xhat|) + "
+        "|beta|)), bound <= 32\n";
+  os << "  bf16 out: bf16 ulps from the float64 truth rounded once, bound <= "
+        "1; "
+        "exact% = share equal to it, bound >= 99.9\n";
+  os << "  information only: exact% for fp32 out (share equal to the truth "
+        "rounded once to fp32); scaled for bf16 out\n"
+        "  (largest error in units of 2^-7 (|gamma| max(1,|xhat|) + |beta|); "
+        "correct rounding gives <= 0.5)\n\n";
+}
+
+void write_summary(std::ostream& os, const std::vector<SummaryRow>& sum) {
+  os << "Summary per ISA, kind and dtypes: max = worst over families (worst "
+        "family: where it occurs), mean over all\n"
+        "elements, p99.9 = the largest family p99.9, exact% = the lowest "
+        "family "
+        "share, scaled = the largest (bf16 out)\n";
+  TextTable t({"isa", "method", "kind", "x/y/w", "unit", "max", "mean", "p99.9",
+               "exact%", "scaled", "worst family", "status", "worst element"},
+              "lllllrrrrrlll");
+  std::string last;
+  for (const SummaryRow& s : sum) {
+    const std::string group = s.isa + "|" + s.method;
+    if (!last.empty() && group != last) t.separator();
+    last = group;
+    std::string status = status_of(s.checked, summary_exceeds(s));
+    if (s.checked && s.failing) {
+      status = "FAIL(" + std::to_string(s.failing) + ")";
+    }
+    t.add({s.isa, s.method, kind_name(s.kind), dtypes_label(s.dt),
+           s.bf16_out() ? "bf16" : "scaled", format_error(s.max),
+           format_error(s.mean), format_error(s.p999),
+           format_share(s.min_exact_share),
+           s.bf16_out() ? format_error(s.max_scaled) : "-", s.worst_family,
+           status, format_worst(s.worst)});
+  }
+  t.print(os);
+  os << "\n";
+}
+
+// Per family: the worst over ISAs, kinds and dtypes of each method.
+void write_families(std::ostream& os, const RunOutput& out,
+                    const ReportMeta& meta) {
+  struct Cell {
+    bool any = false;
+    double max = 0, share = 1;
+  };
+  const std::vector<std::string> methods = {
+      "simdnorm", "onepass-f32", "twopass-f32", "eps-outside", "trunc-bf16"};
+  // [family][method][y]
+  std::map<std::string, std::map<std::string, std::array<Cell, 2>>> cells;
+  std::map<std::string, float> eps_of;
+  std::map<std::string, double> excluded;  // largest excluded share
+  for (const ResultRow& r : out.rows) {
+    eps_of[r.family] = r.eps;
+    const double all = static_cast<double>(r.s.count + r.s.excluded);
+    double& e = excluded[r.family];
+    if (all > 0) e = std::max(e, static_cast<double>(r.s.excluded) / all);
+    if (r.s.count == 0) continue;
+    Cell& c = cells[r.family][r.method][r.bf16_out() ? 1 : 0];
+    c.any = true;
+    c.max = std::max(c.max, r.s.max);
+    c.share = std::min(c.share, r.s.exact_share());
+  }
+  os << "Per family: worst over ISAs, kinds and dtypes (fp32 out: max scaled "
+        "ulps; bf16 out: lowest exact% / max bf16 ulps;\n"
+        "excl% = largest share of elements excluded because the float64 "
+        "truth is not finite)\n";
+  TextTable t({"family", "eps", "excl%", "simdnorm", "onepass-f32",
+               "twopass-f32", "eps-outside", "simdnorm bf16", "trunc-bf16"},
+              "lrrrrrrrr");
+  for (const std::string& fam : meta.families) {
+    if (!eps_of.count(fam)) continue;
+    auto& cell = cells[fam];
+    std::vector<std::string> row;
+    row.push_back(fam);
+    row.push_back(shortest_float(eps_of[fam]));
+    char excl[32];
+    std::snprintf(excl, sizeof(excl), "%.1f", 100.0 * excluded[fam]);
+    row.push_back(excl);
+    for (size_t m = 0; m < 4; ++m) {
+      const Cell& c = cell[methods[m]][0];
+      row.push_back(c.any ? format_error(c.max) : "-");
+    }
+    for (const char* m : {"simdnorm", "trunc-bf16"}) {
+      const Cell& c = cell[m][1];
+      row.push_back(c.any ? format_share(c.share) + " / " + format_error(c.max)
+                          : "-");
+    }
+    t.add(row);
+  }
+  t.print(os);
+  os << "\n";
+}
+
+void write_detail(std::ostream& os, const RunOutput& out) {
+  os << "Detail per ISA or shortcut, kind, dtypes and family (all hidden sizes "
+        "together)\n";
+  TextTable t(
+      {"isa", "method", "kind", "x/y/w", "family", "eps", "count", "excl",
+       "max", "mean", "p99.9", "exact%", "scaled", "status", "worst element"},
+      "llllllrrrrrrrll");
+  for (const ResultRow& r : out.rows) {
+    const std::string eps = shortest_float(r.eps);
+    std::string status = status_of(r.checked, row_exceeds(r));
+    if (r.checked && !r.pass()) status = "FAIL";
+    t.add({r.isa, r.method, kind_name(r.kind), dtypes_label(r.dt), r.family,
+           eps, std::to_string(r.s.count), std::to_string(r.s.excluded),
+           format_error(r.s.max), format_error(r.s.mean),
+           format_error(r.s.p999), format_share(r.s.exact_share()),
+           r.bf16_out() ? format_error(r.s.max_scaled) : "-", status,
+           format_worst(r.s.worst)});
+  }
+  t.print(os);
+  os << "\n";
+}
+
+}  // namespace
+
+std::string format_error(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return "0";
+  char buf[32];
+  if (v >= 1e5 || v < 1e-3) {
+    std::snprintf(buf, sizeof(buf), "%.2e", v);
+  } else if (v >= 1000) {
+    std::snprintf(buf, sizeof(buf), "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.3g", v);
+  }
+  return buf;
+}
+
+std::string format_share(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f", 100.0 * s);
+  return buf;
+}
+
+std::string format_worst(const Worst& w) {
+  if (!w.valid) return "-";
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "cols %zu row %zu col %zu: x=%.7g got=%.7g want=%.9g", w.cols,
+                w.row, w.col, w.input, w.got, w.want);
+  return buf;
+}
+
+std::vector<std::string> failure_lines(const RunOutput& out) {
+  std::vector<std::string> lines;
+  for (const ResultRow& r : out.rows) {
+    if (!r.checked || r.pass()) continue;
+    for (const std::string& v : r.violations) {
+      lines.push_back(r.isa + " " + kind_name(r.kind) + " " +
+                      dtypes_label(r.dt) + " " + r.family + ": " + v);
+    }
+  }
+  return lines;
+}
+
+void write_table(std::ostream& os, const RunOutput& out, const ReportMeta& meta,
+                 bool detail) {
+  write_header(os, meta);
+  write_summary(os, summarize(out.rows));
+  write_families(os, out, meta);
+  if (detail) write_detail(os, out);
+  size_t lib_rows = 0, failing = 0;
+  for (const ResultRow& r : out.rows) {
+    if (!r.checked) continue;
+    ++lib_rows;
+    if (!r.pass()) ++failing;
+  }
+  const std::vector<std::string> fails = failure_lines(out);
+  for (const std::string& e : out.errors) os << "ERROR: " << e << "\n";
+  for (const std::string& f : fails) os << "FAIL: " << f << "\n";
+  if (failing == 0 && out.errors.empty()) {
+    os << "PASS: all " << lib_rows << " library rows within the bounds";
+  } else {
+    os << "FAIL: " << failing << " of " << lib_rows
+       << " library rows exceed a bound, " << out.errors.size() << " errors";
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f", meta.seconds);
+  os << " (" << secs << " s)\n";
+}
+
+}  // namespace simdnorm_accuracy
