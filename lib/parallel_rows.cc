@@ -1,6 +1,7 @@
 #include "lib/parallel_rows.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
@@ -15,10 +16,24 @@ namespace {
 // (~1 us) is cheap beside it: 64 Ki elements is ~10 us at 25 GB/s.
 constexpr size_t kMinElementsPerBlock = size_t{1} << 16;
 
+// The process-wide cap from SIMDNORM_NUM_THREADS (0 = none), read once.
+size_t ProcessThreadCap() {
+  static const size_t cap = [] {
+    const char* env = std::getenv("SIMDNORM_NUM_THREADS");
+    if (env == nullptr || *env == '\0') return size_t{0};
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    return *end == '\0' ? static_cast<size_t>(v) : size_t{0};
+  }();
+  return cap;
+}
+
 }  // namespace
 
 void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
                   size_t max_threads) {
+  const size_t cap = ProcessThreadCap();
+  if (cap != 0 && (max_threads == 0 || max_threads > cap)) max_threads = cap;
   const size_t work_blocks =
       std::max<size_t>(1, rows * args.cols / kMinElementsPerBlock);
   if (max_threads == 1 || work_blocks == 1 || rows == 1) {

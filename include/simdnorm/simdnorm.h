@@ -17,7 +17,9 @@
  *
  * Threads: all functions are thread-safe. Rows are split over oneTBB worker
  * threads (at most max_threads of them, 0 = the current arena's default);
- * results are bitwise identical whatever the thread count.
+ * results are bitwise identical whatever the thread count. The environment
+ * variable SIMDNORM_NUM_THREADS=N, read once, caps every call at N threads
+ * (1 = never use oneTBB's scheduler).
  */
 #ifndef SIMDNORM_SIMDNORM_H_
 #define SIMDNORM_SIMDNORM_H_
