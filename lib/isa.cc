@@ -69,6 +69,10 @@ struct IsaList {
       if (isas[i]->target == chosen) best = isas[i];
     }
     if (!best && count) best = isas[0];
+    // Best first: Highway's choice leads even where a target with a lower
+    // bit is listed (e.g. SVE2_128 beside SVE2 on 128-bit SVE).
+    std::rotate(isas, std::find(isas, isas + count, best),
+                std::find(isas, isas + count, best) + (best ? 1 : 0));
   }
 };
 
