@@ -1,0 +1,77 @@
+// Peers that simdnorm's benchmarks and simdnorm-profile compare against, one
+// copy for both: the hand-written loop, memcpy of the same bytes, and
+// oneDNN's layer normalization when it was found at configure time.
+//
+// Every peer takes the problem as a simdnorm_desc (dense rows only, the
+// strides must be 0 or cols). max_threads follows simdnorm's meaning:
+// 1 = the calling thread only, 0 = all threads.
+#ifndef SIMDNORM_BENCH_PEERS_PEERS_H_
+#define SIMDNORM_BENCH_PEERS_PEERS_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "simdnorm/simdnorm.h"
+
+namespace simdnorm_peers {
+
+size_t dtype_size(simdnorm_dtype t);
+
+// Bytes the roofline counts for one call: x read and y written, once per row
+// (gamma and beta are cols elements, L1-resident, and are not counted).
+size_t moved_bytes(const simdnorm_desc& d);
+
+// The hand-written loop: the textbook code with float accumulators (LayerNorm:
+// a mean pass, a variance pass and an output pass; RMSNorm: a sum-of-squares
+// pass and an output pass), compiled -O3 -march=native without -ffast-math,
+// so GCC keeps the float sums in order and does not vectorize them. With
+// max_threads != 1 the rows are split over TBB like simdnorm does.
+// Returns false when the descriptor is outside what the loop handles.
+bool naive_normalize(const simdnorm_desc& d);
+// How the loop was compiled: "-O3 -march=native".
+const char* naive_flags();
+
+// Copies moved_bytes(d) / 2 bytes from src to dst: the same number of bytes
+// read plus written as one normalize call on d, in memcpy calls of 64 KiB
+// (so glibc keeps ordinary, cached stores, as a normalize kernel does); with
+// max_threads != 1 the blocks are split over TBB. Both buffers must hold
+// moved_bytes(d) / 2 bytes.
+void copy_bytes(const simdnorm_desc& d, const void* src, void* dst);
+
+// oneDNN 2.x layer_normalization_forward (forward_inference), the same shape
+// and dtype (x and y of one type; oneDNN 2.6 has no mixed src/dst), with
+// use_scale | use_shift when gamma / beta are given. gamma and beta are
+// copied to f32 (oneDNN 2.6 takes scale and shift in f32 only). oneDNN has no
+// RMSNorm before 3.x.
+class OneDnnLayerNorm {
+ public:
+  // nullptr when oneDNN is not built in or cannot run this problem; *why
+  // says why.
+  static std::unique_ptr<OneDnnLayerNorm> Create(const simdnorm_desc& d,
+                                                 std::string* why);
+  ~OneDnnLayerNorm();
+  OneDnnLayerNorm(const OneDnnLayerNorm&) = delete;
+  OneDnnLayerNorm& operator=(const OneDnnLayerNorm&) = delete;
+
+  // `calls` forward calls on the pointers of the descriptor given to Create
+  // (the thread limit is set once around them).
+  void Run(size_t calls = 1);
+
+ private:
+  struct Impl;
+  explicit OneDnnLayerNorm(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when oneDNN was found at configure time.
+bool onednn_built();
+// "oneDNN 2.6.3 (OpenMP runtime): 1-thread runs use omp_set_num_threads(1)",
+// or why there is no oneDNN peer.
+std::string onednn_info();
+// Whether the oneDNN peer really runs on one thread when max_threads == 1.
+bool onednn_can_limit_threads();
+
+}  // namespace simdnorm_peers
+
+#endif  // SIMDNORM_BENCH_PEERS_PEERS_H_

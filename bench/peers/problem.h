@@ -1,0 +1,56 @@
+// One benchmark problem: aligned x, y, gamma and beta buffers filled with
+// fixed pseudo-random data, and the simdnorm_desc that points at them.
+// Shared by the benchmarks and simdnorm-profile.
+#ifndef SIMDNORM_BENCH_PEERS_PROBLEM_H_
+#define SIMDNORM_BENCH_PEERS_PROBLEM_H_
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+
+#include "simdnorm/simdnorm.h"
+
+namespace simdnorm_peers {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+// `bytes` bytes aligned to 64 (a cache line, and a whole AVX-512 vector).
+Buffer AllocateAligned(size_t bytes);
+
+struct ProblemShape {
+  simdnorm_kind kind = SIMDNORM_LAYERNORM;
+  size_t rows = 1;
+  size_t cols = 896;
+  simdnorm_dtype x_type = SIMDNORM_F32;
+  simdnorm_dtype y_type = SIMDNORM_F32;
+  simdnorm_dtype param_type = SIMDNORM_F32;
+  bool gamma = true;
+  bool beta = true;
+  size_t max_threads = 1;
+  float eps = 1e-5f;
+};
+
+class Problem {
+ public:
+  // x ~ 0.25 + N(0, 1)-ish, gamma ~ 1 + small, beta small; y zeroed (so
+  // its pages are touched before any timing). x and y each hold at least
+  // rows * cols * 4 bytes, so the memcpy peer may copy either way.
+  explicit Problem(const ProblemShape& s);
+
+  const simdnorm_desc& desc() const { return desc_; }
+  const ProblemShape& shape() const { return shape_; }
+  void* x() const { return x_.get(); }
+  void* y() const { return y_.get(); }
+
+ private:
+  ProblemShape shape_;
+  Buffer x_, y_, gamma_, beta_;
+  simdnorm_desc desc_{};
+};
+
+}  // namespace simdnorm_peers
+
+#endif  // SIMDNORM_BENCH_PEERS_PROBLEM_H_

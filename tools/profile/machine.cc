@@ -1,0 +1,125 @@
+#include "machine.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace simdnorm_profile {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  const char* ws = " \t\r\n";
+  s.erase(0, s.find_first_not_of(ws));
+  const size_t last = s.find_last_not_of(ws);
+  s.erase(last == std::string::npos ? 0 : last + 1);
+  return s;
+}
+
+// The value of the first "key : value" line of /proc/cpuinfo.
+std::string CpuInfoField(const std::string& cpuinfo, const std::string& key) {
+  std::istringstream in(cpuinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    if (Trim(line.substr(0, colon)) == key) return Trim(line.substr(colon + 1));
+  }
+  return "";
+}
+
+std::string Caches() {
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = Trim(ReadFile(dir + "level"));
+    if (level.empty()) break;
+    const std::string type = Trim(ReadFile(dir + "type"));
+    std::string size = Trim(ReadFile(dir + "size"));
+    if (type == "Instruction") continue;
+    if (!size.empty() && size.back() == 'K')
+      size = size.substr(0, size.size() - 1) + " KiB";
+    if (!out.empty()) out += ", ";
+    out += "L" + level + (type == "Data" ? "d" : "") + " " + size;
+  }
+  return out.empty() ? "unknown" : out + " (cpu0)";
+}
+
+}  // namespace
+
+Machine DetectMachine() {
+  Machine m;
+#if defined(__x86_64__) || defined(_M_X64)
+  m.arch = "x86_64";
+  const bool x86 = true;
+#elif defined(__i386__)
+  m.arch = "x86";
+  const bool x86 = true;
+#elif defined(__aarch64__)
+  m.arch = "aarch64";
+  const bool x86 = false;
+#elif defined(__arm__)
+  m.arch = "arm";
+  const bool x86 = false;
+#elif defined(__riscv)
+  m.arch = "riscv";
+  const bool x86 = false;
+#elif defined(__powerpc64__)
+  m.arch = "ppc64";
+  const bool x86 = false;
+#else
+  m.arch = "unknown";
+  const bool x86 = false;
+#endif
+
+  const std::string cpuinfo = ReadFile("/proc/cpuinfo");
+  m.cpu = CpuInfoField(cpuinfo, "model name");
+  if (m.cpu.empty()) m.cpu = CpuInfoField(cpuinfo, "Hardware");
+  if (m.cpu.empty()) {
+    const std::string impl = CpuInfoField(cpuinfo, "CPU implementer");
+    const std::string part = CpuInfoField(cpuinfo, "CPU part");
+    if (!impl.empty()) m.cpu = "implementer " + impl + ", part " + part;
+  }
+  if (m.cpu.empty()) m.cpu = "unknown CPU";
+  m.logical_cpus = std::thread::hardware_concurrency();
+  m.caches = Caches();
+  {
+    std::istringstream load(ReadFile("/proc/loadavg"));
+    if (!(load >> m.load1)) m.load1 = -1.0;
+  }
+
+#if defined(__clang__)
+  m.compiler = "Clang " __clang_version__;
+#elif defined(__GNUC__)
+  m.compiler = "GCC " __VERSION__;
+#elif defined(_MSC_VER)
+  m.compiler = "MSVC " + std::to_string(_MSC_VER);
+#else
+  m.compiler = "unknown compiler";
+#endif
+
+  // Emulation: kept simple. An explicit variable, qemu's own variables, or
+  // a /proc/cpuinfo of another architecture than this binary's (qemu-user
+  // passes the host's through).
+  const char* forced = std::getenv("SIMDNORM_EMULATED");
+  const bool cpuinfo_x86 = cpuinfo.find("vendor_id") != std::string::npos;
+  if (forced && *forced && std::string(forced) != "0") {
+    m.emulated = "SIMDNORM_EMULATED is set";
+  } else if (std::getenv("QEMU_CPU") || std::getenv("QEMU_LD_PREFIX")) {
+    m.emulated = "QEMU_CPU or QEMU_LD_PREFIX is set";
+  } else if (!cpuinfo.empty() && cpuinfo_x86 != x86) {
+    m.emulated = "/proc/cpuinfo describes another architecture than this " +
+                 m.arch + " binary (qemu-user)";
+  }
+  return m;
+}
+
+}  // namespace simdnorm_profile

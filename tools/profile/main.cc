@@ -1,0 +1,191 @@
+// simdnorm-profile: how fast simdnorm is on this machine, per ISA, against
+// memcpy of the same bytes, the hand-written loop and oneDNN's LayerNorm.
+// `simdnorm-profile --help` for the options; docs/performance.md for the
+// numbers measured so far and how to read them.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "machine.h"
+#include "measure.h"
+#include "options.h"
+#include "peers.h"
+#include "report.h"
+#include "simdnorm/simdnorm.h"
+
+#ifndef SIMDNORM_PROFILE_VERSION
+#define SIMDNORM_PROFILE_VERSION "unknown"
+#endif
+
+namespace simdnorm_profile {
+namespace {
+
+// Resolves the ISAs to force: every listed one, or the requested ones
+// (validated with simdnorm_set_isa and named as the library lists them).
+bool ResolveIsas(const std::vector<std::string>& wanted,
+                 std::vector<std::string>* out) {
+  std::vector<std::string> listed;
+  for (size_t i = 0; const char* n = simdnorm_isa_name(i); ++i) {
+    listed.emplace_back(n);
+  }
+  if (wanted.empty()) {
+    *out = listed;
+    if (out->empty()) {
+      std::fprintf(stderr,
+                   "simdnorm-profile: the library lists no ISA "
+                   "(simdnorm_isa_count() == 0)\n");
+    }
+    return !out->empty();
+  }
+  for (const std::string& w : wanted) {
+    if (simdnorm_set_isa(w.c_str()) != SIMDNORM_OK) {
+      std::string all;
+      for (const std::string& l : listed) all += " " + l;
+      std::fprintf(stderr,
+                   "simdnorm-profile: ISA '%s' is not available here "
+                   "(available:%s)\n",
+                   w.c_str(), all.c_str());
+      simdnorm_set_isa("auto");
+      return false;
+    }
+    out->emplace_back(simdnorm_active_isa());
+  }
+  simdnorm_set_isa("auto");
+  return true;
+}
+
+std::FILE* OpenOut(const std::string& path) {
+  if (path == "-") return stdout;
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) std::perror(("simdnorm-profile: " + path).c_str());
+  return f;
+}
+
+bool CloseOut(std::FILE* f) {
+  if (f == stdout) return std::fflush(f) == 0;
+  return std::fclose(f) == 0;
+}
+
+int Run(int argc, char** argv) {
+  const auto start = std::chrono::steady_clock::now();
+  Options o;
+  if (int r = ParseOptions(argc, argv, &o)) return r < 0 ? 0 : r;
+
+  if (!o.update_doc.empty() && !CheckDoc(o.update_doc)) return 2;
+
+  MeasureSettings s;
+  if (!ResolveIsas(o.isas, &s.isas)) return 2;
+  s.peers = o.peers;
+  s.check = o.check;
+  s.reps = o.reps;
+  s.batch_ms = o.batch_ms;
+
+  Meta meta;
+  meta.version = SIMDNORM_PROFILE_VERSION;
+  meta.machine = DetectMachine();
+  meta.isas = s.isas;
+  meta.onednn = simdnorm_peers::onednn_info();
+  meta.loop_flags = simdnorm_peers::naive_flags();
+  meta.reps = o.reps;
+  meta.batch_ms = o.batch_ms;
+  if (!meta.machine.emulated.empty()) {
+    std::fprintf(stderr,
+                 "simdnorm-profile: running under emulation (%s): timings "
+                 "are not performance figures\n",
+                 meta.machine.emulated.c_str());
+  }
+
+  std::vector<Config> configs;
+  for (simdnorm_kind kind : o.kinds) {
+    for (const DTypes& t : o.dtypes) {
+      for (size_t cols : o.cols) {
+        for (size_t threads : o.threads) {
+          for (size_t rows : o.rows) {
+            Config c;
+            c.kind = kind;
+            c.cols = cols;
+            c.rows = rows;
+            c.dtypes = t;
+            c.threads = threads;
+            configs.push_back(c);
+          }
+        }
+      }
+    }
+  }
+
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::vector<ConfigResult> results;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    char prefix[160];
+    std::snprintf(prefix, sizeof(prefix), "[%zu/%zu] %s %s %zux%zu threads %s",
+                  i + 1, configs.size(), KindName(c.kind),
+                  DTypesName(c.dtypes).c_str(), c.cols, c.rows,
+                  c.threads == 0 ? "all" : std::to_string(c.threads).c_str());
+    if (!tty) std::fprintf(stderr, "%s\n", prefix);
+    auto progress = [&](const std::string& what) {
+      if (tty) std::fprintf(stderr, "\r\033[K%s: %s", prefix, what.c_str());
+    };
+    results.push_back(MeasureConfig(c, s, progress));
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  meta.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
+  bool ok = true;
+  if (o.table) {
+    WriteHeader(stdout, meta);
+    std::fputc('\n', stdout);
+    WriteTable(stdout, results);
+    std::printf("\nwall time: %.1f s\n", meta.wall_s);
+    std::fflush(stdout);
+  } else {
+    std::fprintf(stderr, "simdnorm-profile: wall time %.1f s\n", meta.wall_s);
+  }
+  if (!o.json.empty()) {
+    std::FILE* f = OpenOut(o.json);
+    ok = f != nullptr;
+    if (f) {
+      WriteJson(f, meta, results);
+      ok = CloseOut(f);
+    }
+  }
+  if (!o.csv.empty()) {
+    std::FILE* f = OpenOut(o.csv);
+    ok = ok && f != nullptr;
+    if (f) {
+      WriteCsv(f, results);
+      ok = CloseOut(f) && ok;
+    }
+  }
+  if (!o.markdown.empty()) {
+    std::FILE* f = OpenOut(o.markdown);
+    ok = ok && f != nullptr;
+    if (f) {
+      std::fputs(MarkdownSummary(meta, results).c_str(), f);
+      ok = CloseOut(f) && ok;
+    }
+  }
+  if (!o.update_doc.empty()) {
+    ok = UpdateDoc(o.update_doc, MarkdownSummary(meta, results)) && ok;
+  }
+  if (!o.svg.empty()) {
+    std::FILE* f = OpenOut(o.svg);
+    ok = ok && f != nullptr;
+    if (f) {
+      WriteSvg(f, meta, results);
+      ok = CloseOut(f) && ok;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace simdnorm_profile
+
+int main(int argc, char** argv) { return simdnorm_profile::Run(argc, argv); }

@@ -1,0 +1,61 @@
+// simdnorm-profile's measurements: one problem (kind, shape, dtypes, thread
+// count) at a time, every implementation on the same buffers, interleaved.
+#ifndef SIMDNORM_TOOLS_PROFILE_MEASURE_H_
+#define SIMDNORM_TOOLS_PROFILE_MEASURE_H_
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "options.h"
+#include "simdnorm/simdnorm.h"
+
+namespace simdnorm_profile {
+
+struct Config {
+  simdnorm_kind kind = SIMDNORM_LAYERNORM;
+  size_t cols = 896;
+  size_t rows = 1;
+  DTypes dtypes;
+  size_t threads = 1;  // max_threads: 1 or 0 = all
+};
+
+enum class ImplType { kSimdnorm, kMemcpy, kLoop, kOneDnn };
+
+struct ImplResult {
+  std::string name;  // the ISA for simdnorm; "memcpy", "loop", "oneDNN"
+  ImplType type = ImplType::kSimdnorm;
+  std::string error;       // non-empty: not measured, this says why
+  std::string note;        // a remark printed under the table
+  double median_ns = 0.0;  // per call, median of the batches
+  double min_ns = 0.0;     // per call, fastest batch
+  // Largest |y - reference| over the checked rows, in units of the last
+  // place of y's dtype at max(|reference|, 1); negative when not checked.
+  double err_ulp = -1.0;
+  bool err_ok = true;  // within the tolerance (simdnorm only)
+};
+
+struct ConfigResult {
+  Config config;
+  size_t moved_bytes = 0;  // per call: x read + y written
+  std::vector<ImplResult> impls;
+};
+
+struct MeasureSettings {
+  std::vector<std::string> isas;  // forced with simdnorm_set_isa, in order
+  bool peers = true;
+  bool check = true;
+  size_t reps = 9;
+  double batch_ms = 4.0;
+};
+
+// Progress text for stderr ("AVX3 calibrating", ...).
+using Progress = std::function<void(const std::string&)>;
+
+ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
+                           const Progress& progress);
+
+}  // namespace simdnorm_profile
+
+#endif  // SIMDNORM_TOOLS_PROFILE_MEASURE_H_

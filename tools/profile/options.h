@@ -1,0 +1,50 @@
+// simdnorm-profile's command line.
+#ifndef SIMDNORM_TOOLS_PROFILE_OPTIONS_H_
+#define SIMDNORM_TOOLS_PROFILE_OPTIONS_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "simdnorm/simdnorm.h"
+
+namespace simdnorm_profile {
+
+// x, y and parameter dtypes of one measured combination.
+struct DTypes {
+  simdnorm_dtype x = SIMDNORM_F32;
+  simdnorm_dtype y = SIMDNORM_F32;
+  simdnorm_dtype param = SIMDNORM_F32;
+};
+
+// "f32", "bf16" when all three agree, else "x:y:param" ("bf16:f32:f32").
+std::string DTypesName(const DTypes& t);
+const char* KindName(simdnorm_kind k);
+
+struct Options {
+  std::vector<size_t> cols = {896};
+  std::vector<size_t> rows = {1, 64, 4096};
+  std::vector<std::string> isas;  // empty = every ISA of this machine
+  std::vector<simdnorm_kind> kinds = {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM};
+  std::vector<DTypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+                                {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
+  std::vector<size_t> threads = {1, 0};  // max_threads; 0 = all
+  size_t reps = 9;                       // timed batches per measurement
+  double batch_ms = 4.0;                 // length of one batch
+  bool peers = true;                     // memcpy, hand loop, oneDNN
+  bool check = true;                     // compare outputs to the reference
+  bool table = true;                     // the human table on stdout
+  std::string json, csv, svg;            // "" = none, "-" = stdout
+  std::string markdown;                  // "" = none, "-" = stdout
+  // A Markdown file whose block between the markers of report.h is
+  // replaced with the Markdown summary ("" = none).
+  std::string update_doc;
+};
+
+// Parses argv into *o. Returns 0 to go on, -1 after --help (exit 0), or 2
+// after an error (the message already printed).
+int ParseOptions(int argc, char** argv, Options* o);
+
+}  // namespace simdnorm_profile
+
+#endif  // SIMDNORM_TOOLS_PROFILE_OPTIONS_H_

@@ -1,0 +1,559 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace simdnorm_profile {
+namespace {
+
+// One printed line: an implementation on a configuration, with its ratios.
+struct Row {
+  const ConfigResult* c = nullptr;
+  const ImplResult* r = nullptr;
+  double ns_row = NAN;
+  double gbps = NAN;       // (x bytes + y bytes) / time, 1e9 bytes per s
+  double of_memcpy = NAN;  // memcpy time / this time
+  double vs_loop = NAN;    // loop time / this time
+  double vs_onednn = NAN;  // oneDNN time / this time
+};
+
+double PeerNs(const ConfigResult& c, ImplType t) {
+  for (const ImplResult& r : c.impls) {
+    if (r.type == t && r.error.empty() && r.median_ns > 0) return r.median_ns;
+  }
+  return NAN;
+}
+
+std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
+  std::vector<Row> rows;
+  for (const ConfigResult& c : results) {
+    const double mem = PeerNs(c, ImplType::kMemcpy);
+    const double loop = PeerNs(c, ImplType::kLoop);
+    const double dnn = PeerNs(c, ImplType::kOneDnn);
+    for (const ImplResult& r : c.impls) {
+      Row row;
+      row.c = &c;
+      row.r = &r;
+      if (r.error.empty() && r.median_ns > 0) {
+        const double t = r.median_ns;
+        row.ns_row = t / static_cast<double>(c.config.rows);
+        row.gbps = static_cast<double>(c.moved_bytes) / t;
+        row.of_memcpy = mem / t;
+        row.vs_loop = loop / t;
+        row.vs_onednn = dnn / t;
+      }
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+std::string ThreadsName(size_t t) { return t == 0 ? "all" : std::to_string(t); }
+
+std::string Fmt(const char* format, double v) {
+  if (std::isnan(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+
+// Three significant digits, never scientific notation for the table.
+std::string Sig3(double v) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return "inf";
+  if (v == 0) return "0";
+  const double a = std::fabs(v);
+  if (a >= 100) return Fmt("%.0f", v);
+  if (a >= 10) return Fmt("%.1f", v);
+  if (a >= 1) return Fmt("%.2f", v);
+  return Fmt("%.3f", v);
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string XmlText(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+const char* TypeName(ImplType t) {
+  switch (t) {
+    case ImplType::kSimdnorm:
+      return "simdnorm";
+    case ImplType::kMemcpy:
+      return "memcpy";
+    case ImplType::kLoop:
+      return "loop";
+    case ImplType::kOneDnn:
+      return "onednn";
+  }
+  return "?";
+}
+
+}  // namespace
+
+void WriteHeader(std::FILE* f, const Meta& m) {
+  std::fprintf(f, "simdnorm-profile %s\n", m.version.c_str());
+  if (!m.machine.emulated.empty()) {
+    std::fprintf(f,
+                 "WARNING: running under emulation (%s): these timings are "
+                 "not performance figures.\n",
+                 m.machine.emulated.c_str());
+  }
+  std::fprintf(f, "machine:  %s, %s, %u logical CPUs, %s\n",
+               m.machine.cpu.c_str(), m.machine.arch.c_str(),
+               m.machine.logical_cpus, m.machine.caches.c_str());
+  std::fprintf(f, "compiler: %s\n", m.machine.compiler.c_str());
+  if (m.machine.load1 >= 0.5) {
+    std::fprintf(f,
+                 "load:     1-minute load average %.2f at start: other "
+                 "processes compete for the CPUs, the timings are noisy\n",
+                 m.machine.load1);
+  }
+  std::string isas;
+  for (const std::string& s : m.isas) isas += (isas.empty() ? "" : " ") + s;
+  std::fprintf(f, "ISAs:     %s\n", isas.c_str());
+  std::fprintf(f, "peers:    memcpy, loop (hand-written, %s), %s\n",
+               m.loop_flags.c_str(), m.onednn.c_str());
+  std::fprintf(f,
+               "timing:   median of %zu interleaved batches of ~%.3g ms per "
+               "implementation; same buffers for all\n",
+               m.reps, m.batch_ms);
+  std::fprintf(f,
+               "GB/s = (x bytes read + y bytes written) / time, once per row "
+               "(gamma, beta not counted); of memcpy = memcpy time / time;\n"
+               "vs loop, vs oneDNN = peer time / time (above 1: faster); "
+               "err = max |y - float64 reference| in ulps of y's type\n");
+}
+
+void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
+  std::fprintf(f, "%-9s  %-13s %5s %5s %7s  %-7s %9s %8s %9s %8s %9s %7s\n",
+               "kind", "dtype", "cols", "rows", "threads", "impl", "ns/row",
+               "GB/s", "of memcpy", "vs loop", "vs oneDNN", "err");
+  const ConfigResult* prev = nullptr;
+  std::vector<std::string> notes;
+  for (const Row& row : Rows(results)) {
+    if (prev && prev != row.c) std::fputc('\n', f);
+    prev = row.c;
+    const Config& c = row.c->config;
+    const ImplResult& r = *row.r;
+    std::fprintf(f, "%-9s  %-13s %5zu %5zu %7s  %-7s ", KindName(c.kind),
+                 DTypesName(c.dtypes).c_str(), c.cols, c.rows,
+                 ThreadsName(c.threads).c_str(), r.name.c_str());
+    if (!r.error.empty()) {
+      std::fprintf(f, "not measured: %s\n", r.error.c_str());
+      continue;
+    }
+    std::string err = r.err_ulp < 0 ? "-" : Sig3(r.err_ulp);
+    if (!r.err_ok) err += "!";
+    std::fprintf(f, "%9s %8s %9s %8s %9s %7s\n", Sig3(row.ns_row).c_str(),
+                 Sig3(row.gbps).c_str(), Fmt("%.2f", row.of_memcpy).c_str(),
+                 Fmt("%.2fx", row.vs_loop).c_str(),
+                 Fmt("%.2fx", row.vs_onednn).c_str(), err.c_str());
+    if (!r.note.empty() &&
+        std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
+      notes.push_back(r.note);
+    }
+    if (!r.err_ok) {
+      notes.push_back(
+          std::string(KindName(c.kind)) + " " + DTypesName(c.dtypes) + " " +
+          std::to_string(c.cols) + "x" + std::to_string(c.rows) + " threads " +
+          ThreadsName(c.threads) + " " + r.name +
+          ": output differs from the reference by " + Sig3(r.err_ulp) + " ulp");
+    }
+  }
+  for (const std::string& n : notes) std::fprintf(f, "note: %s\n", n.c_str());
+}
+
+void WriteJson(std::FILE* f, const Meta& m,
+               const std::vector<ConfigResult>& results) {
+  std::fprintf(f, "{\n  \"tool\": \"simdnorm-profile\",\n");
+  std::fprintf(f, "  \"version\": %s,\n", JsonString(m.version).c_str());
+  std::fprintf(
+      f,
+      "  \"machine\": {\"cpu\": %s, \"arch\": %s, "
+      "\"logical_cpus\": %u, \"caches\": %s, \"compiler\": %s, "
+      "\"load1_at_start\": %s, \"emulated\": %s},\n",
+      JsonString(m.machine.cpu).c_str(), JsonString(m.machine.arch).c_str(),
+      m.machine.logical_cpus, JsonString(m.machine.caches).c_str(),
+      JsonString(m.machine.compiler).c_str(),
+      JsonNumber(m.machine.load1 >= 0 ? m.machine.load1 : NAN).c_str(),
+      m.machine.emulated.empty() ? "null"
+                                 : JsonString(m.machine.emulated).c_str());
+  std::fprintf(f, "  \"isas\": [");
+  for (size_t i = 0; i < m.isas.size(); ++i) {
+    std::fprintf(f, "%s%s", i ? ", " : "", JsonString(m.isas[i]).c_str());
+  }
+  std::fprintf(f, "],\n  \"onednn\": %s,\n", JsonString(m.onednn).c_str());
+  std::fprintf(f,
+               "  \"reps\": %zu,\n  \"batch_ms\": %s,\n  \"wall_s\": %s,\n"
+               "  \"bytes_counted\": \"x read + y written, once per row\",\n"
+               "  \"results\": [",
+               m.reps, JsonNumber(m.batch_ms).c_str(),
+               JsonNumber(m.wall_s).c_str());
+  bool first = true;
+  for (const Row& row : Rows(results)) {
+    const Config& c = row.c->config;
+    const ImplResult& r = *row.r;
+    std::fprintf(f, "%s\n    {", first ? "" : ",");
+    first = false;
+    std::fprintf(
+        f,
+        "\"kind\": \"%s\", \"x_type\": \"%s\", \"y_type\": \"%s\", "
+        "\"param_type\": \"%s\", \"cols\": %zu, \"rows\": %zu, "
+        "\"threads\": %zu, \"impl\": %s, \"impl_type\": \"%s\", "
+        "\"bytes_per_call\": %zu, \"ns_per_call_median\": %s, "
+        "\"ns_per_call_min\": %s, \"ns_per_row\": %s, \"gbps\": %s, "
+        "\"of_memcpy\": %s, \"vs_loop\": %s, \"vs_onednn\": %s, "
+        "\"err_ulp\": %s, \"err_ok\": %s, \"error\": %s, \"note\": %s}",
+        KindName(c.kind), c.dtypes.x == SIMDNORM_BF16 ? "bf16" : "f32",
+        c.dtypes.y == SIMDNORM_BF16 ? "bf16" : "f32",
+        c.dtypes.param == SIMDNORM_BF16 ? "bf16" : "f32", c.cols, c.rows,
+        c.threads, JsonString(r.name).c_str(), TypeName(r.type),
+        row.c->moved_bytes,
+        JsonNumber(r.error.empty() ? r.median_ns : NAN).c_str(),
+        JsonNumber(r.error.empty() ? r.min_ns : NAN).c_str(),
+        JsonNumber(row.ns_row).c_str(), JsonNumber(row.gbps).c_str(),
+        JsonNumber(row.of_memcpy).c_str(), JsonNumber(row.vs_loop).c_str(),
+        JsonNumber(row.vs_onednn).c_str(),
+        JsonNumber(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(),
+        r.err_ok ? "true" : "false",
+        r.error.empty() ? "null" : JsonString(r.error).c_str(),
+        r.note.empty() ? "null" : JsonString(r.note).c_str());
+  }
+  std::fprintf(f, "\n  ]\n}\n");
+}
+
+void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
+  std::fprintf(f,
+               "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
+               "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
+               "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error\n");
+  auto num = [](double v) {
+    if (!std::isfinite(v)) return std::string();
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+    return std::string(buf);
+  };
+  for (const Row& row : Rows(results)) {
+    const Config& c = row.c->config;
+    const ImplResult& r = *row.r;
+    std::fprintf(
+        f, "%s,%s,%s,%s,%zu,%zu,%zu,%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+        KindName(c.kind), c.dtypes.x == SIMDNORM_BF16 ? "bf16" : "f32",
+        c.dtypes.y == SIMDNORM_BF16 ? "bf16" : "f32",
+        c.dtypes.param == SIMDNORM_BF16 ? "bf16" : "f32", c.cols, c.rows,
+        c.threads, CsvField(r.name).c_str(), TypeName(r.type),
+        row.c->moved_bytes, num(r.error.empty() ? r.median_ns : NAN).c_str(),
+        num(r.error.empty() ? r.min_ns : NAN).c_str(), num(row.ns_row).c_str(),
+        num(row.gbps).c_str(), num(row.of_memcpy).c_str(),
+        num(row.vs_loop).c_str(), num(row.vs_onednn).c_str(),
+        num(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(),
+        CsvField(r.error).c_str());
+  }
+}
+
+void WriteSvg(std::FILE* f, const Meta& m,
+              const std::vector<ConfigResult>& results) {
+  // Series: every implementation name, in order of first appearance; each
+  // keeps its slot in every group so colors and positions line up.
+  std::vector<std::string> series;
+  double max_gbps = 0.0;
+  const std::vector<Row> rows = Rows(results);
+  for (const Row& row : rows) {
+    if (std::find(series.begin(), series.end(), row.r->name) == series.end()) {
+      series.push_back(row.r->name);
+    }
+    if (std::isfinite(row.gbps)) max_gbps = std::max(max_gbps, row.gbps);
+  }
+  // A round axis maximum: 1, 2, 2.5 or 5 times a power of ten per tick.
+  const int ticks = 5;
+  double step = 1.0;
+  if (max_gbps > 0) {
+    const double raw = max_gbps / ticks;
+    const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double k : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+      step = k * p10;
+      if (step >= raw) break;
+    }
+  }
+  const double y_max = step * ticks;
+
+  const double bar = 10, group_gap = 22, left = 64, right = 20, top = 64;
+  const double plot_h = 320, label_h = 64, legend_h = 22;
+  const double group_w = bar * static_cast<double>(series.size());
+  const double width =
+      left + right +
+      static_cast<double>(results.size()) * (group_w + group_gap);
+  const double height = top + plot_h + label_h + legend_h + 16;
+  const char* colors[] = {"#1f77b4", "#2ca02c", "#17becf", "#9467bd",
+                          "#8c564b", "#bcbd22", "#e377c2", "#393b79"};
+  auto color = [&](const std::string& name) -> std::string {
+    if (name == "memcpy") return "#7f7f7f";
+    if (name == "loop") return "#ff7f0e";
+    if (name == "oneDNN") return "#d62728";
+    size_t k = 0;
+    for (const std::string& s : series) {
+      if (s == name) break;
+      if (s != "memcpy" && s != "loop" && s != "oneDNN") ++k;
+    }
+    return colors[k % (sizeof(colors) / sizeof(colors[0]))];
+  };
+
+  std::fprintf(f,
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "font-family=\"sans-serif\" font-size=\"11\">\n",
+               width, height, width, height);
+  std::fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+  std::fprintf(f,
+               "<text x=\"%.0f\" y=\"22\" font-size=\"15\" "
+               "font-weight=\"bold\">simdnorm: GB/s per implementation "
+               "(x read + y written)</text>\n",
+               left);
+  std::string sub = m.machine.cpu + ", " + m.machine.compiler;
+  if (!m.machine.emulated.empty())
+    sub += " - EMULATED: not performance figures";
+  std::fprintf(f, "<text x=\"%.0f\" y=\"40\" fill=\"#444\">%s</text>\n", left,
+               XmlText(sub).c_str());
+  // Axis and grid.
+  for (int i = 0; i <= ticks; ++i) {
+    const double v = step * i;
+    const double y = top + plot_h - plot_h * v / y_max;
+    std::fprintf(f,
+                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                 "stroke=\"%s\"/>\n",
+                 left, y, width - right, y, i == 0 ? "#000" : "#ddd");
+    std::fprintf(f,
+                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                 left - 6, y + 4, Sig3(v).c_str());
+  }
+  std::fprintf(f,
+               "<text transform=\"translate(16,%.1f) rotate(-90)\" "
+               "text-anchor=\"middle\">GB/s</text>\n",
+               top + plot_h / 2);
+  // Groups.
+  for (size_t g = 0; g < results.size(); ++g) {
+    const ConfigResult& c = results[g];
+    const double x0 =
+        left + group_gap / 2 + static_cast<double>(g) * (group_w + group_gap);
+    for (const Row& row : rows) {
+      if (row.c != &c || !std::isfinite(row.gbps)) continue;
+      const size_t k = static_cast<size_t>(
+          std::find(series.begin(), series.end(), row.r->name) -
+          series.begin());
+      const double h = plot_h * row.gbps / y_max;
+      std::fprintf(f,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                   "height=\"%.1f\" fill=\"%s\"><title>%s: %s GB/s, %s "
+                   "ns/row</title></rect>\n",
+                   x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1,
+                   h, color(row.r->name).c_str(), XmlText(row.r->name).c_str(),
+                   Sig3(row.gbps).c_str(), Sig3(row.ns_row).c_str());
+    }
+    const Config& cf = c.config;
+    const std::string lines[3] = {
+        std::string(cf.kind == SIMDNORM_RMSNORM ? "RMS " : "LN ") +
+            DTypesName(cf.dtypes),
+        std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
+        cf.threads == 0 ? "all thr" : std::to_string(cf.threads) + " thr"};
+    for (int i = 0; i < 3; ++i) {
+      std::fprintf(f,
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                   "font-size=\"10\">%s</text>\n",
+                   x0 + group_w / 2, top + plot_h + 14 + 13 * i,
+                   XmlText(lines[i]).c_str());
+    }
+  }
+  // Legend.
+  double lx = left;
+  const double ly = top + plot_h + label_h + 6;
+  for (const std::string& s : series) {
+    std::fprintf(f,
+                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
+                 "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                 lx, ly, color(s).c_str(), lx + 16, ly + 10,
+                 XmlText(s).c_str());
+    lx += 28 + 7.0 * static_cast<double>(s.size());
+  }
+  std::fprintf(f, "</svg>\n");
+}
+
+std::string MarkdownSummary(const Meta& m,
+                            const std::vector<ConfigResult>& results) {
+  std::vector<std::string> impls;
+  for (const ConfigResult& c : results) {
+    for (const ImplResult& r : c.impls) {
+      if (std::find(impls.begin(), impls.end(), r.name) == impls.end()) {
+        impls.push_back(r.name);
+      }
+    }
+  }
+  const std::string first = m.isas.empty() ? "" : m.isas.front();
+  std::string isas;
+  for (const std::string& s : m.isas) isas += (isas.empty() ? "" : ", ") + s;
+  char buf[512];
+  std::string out;
+  if (!m.machine.emulated.empty()) {
+    out += "**Measured under emulation (" + m.machine.emulated +
+           "): these timings are not performance figures.**\n\n";
+  }
+  out += "`simdnorm-profile` " + m.version + " on " + m.machine.cpu + " (" +
+         m.machine.arch + ", " + std::to_string(m.machine.logical_cpus) +
+         " logical CPUs; " + m.machine.caches + "), " + m.machine.compiler +
+         "; ISAs " + isas + "; peers: memcpy, the hand-written loop (" +
+         m.loop_flags + "), " + m.onednn + ".\n";
+  std::snprintf(buf, sizeof(buf),
+                "Median of %zu interleaved batches of ~%.3g ms each; the "
+                "whole run took %.1f s",
+                m.reps, m.batch_ms, m.wall_s);
+  out += buf;
+  if (m.machine.load1 >= 0) {
+    std::snprintf(buf, sizeof(buf), "; 1-minute load average at start %.2f%s",
+                  m.machine.load1,
+                  m.machine.load1 >= 0.5
+                      ? " (other processes were running: noisy numbers)"
+                      : "");
+    out += buf;
+  }
+  out += ".\n\n";
+  out += "ns per row (lower is better); then, for " + first +
+         ", GB/s = (x bytes + y bytes) / time and its ratios (memcpy time, "
+         "loop time, oneDNN time divided by its time).\n\n";
+  out += "| kind | dtype | cols | rows | threads |";
+  for (const std::string& i : impls) out += " " + i + " |";
+  out += " " + first + " GB/s | of memcpy | vs loop | vs oneDNN |\n";
+  out += "|---|---|---:|---:|---:|";
+  for (size_t i = 0; i < impls.size() + 4; ++i) out += "---:|";
+  out += "\n";
+  const std::vector<Row> rows = Rows(results);
+  for (const ConfigResult& c : results) {
+    const Config& cf = c.config;
+    std::snprintf(buf, sizeof(buf), "| %s | %s | %zu | %zu | %s |",
+                  KindName(cf.kind), DTypesName(cf.dtypes).c_str(), cf.cols,
+                  cf.rows, ThreadsName(cf.threads).c_str());
+    out += buf;
+    const Row* lead = nullptr;
+    for (const std::string& name : impls) {
+      const Row* found = nullptr;
+      for (const Row& row : rows) {
+        if (row.c == &c && row.r->name == name) found = &row;
+      }
+      if (found && found->r->name == first) lead = found;
+      std::string cell = found ? Sig3(found->ns_row) : "";
+      if (found && !found->r->err_ok) cell += " (wrong)";
+      out += " " + cell + " |";
+    }
+    if (lead) {
+      out += " " + Sig3(lead->gbps) + " | " + Fmt("%.2f", lead->of_memcpy) +
+             " | " + Fmt("%.2fx", lead->vs_loop) + " | " +
+             Fmt("%.2fx", lead->vs_onednn) + " |\n";
+    } else {
+      out += " | | | |\n";
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Reads the document and finds its markers: [*begin, *end) is replaced.
+bool ReadDoc(const std::string& path, std::string* doc, size_t* begin,
+             size_t* end) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "simdnorm-profile: cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *doc = ss.str();
+  const size_t b = doc->find(kDocBegin);
+  *end = b == std::string::npos ? b : doc->find(kDocEnd, b);
+  if (*end == std::string::npos) {
+    std::fprintf(stderr, "simdnorm-profile: %s lacks the lines %s and %s\n",
+                 path.c_str(), kDocBegin, kDocEnd);
+    return false;
+  }
+  *begin = b + std::string(kDocBegin).size();
+  return true;
+}
+
+}  // namespace
+
+bool CheckDoc(const std::string& path) {
+  std::string doc;
+  size_t b, e;
+  return ReadDoc(path, &doc, &b, &e);
+}
+
+bool UpdateDoc(const std::string& path, const std::string& text) {
+  std::string doc;
+  size_t body, e;
+  if (!ReadDoc(path, &doc, &body, &e)) return false;
+  const std::string updated = doc.substr(0, body) + "\n" + text + doc.substr(e);
+  std::ofstream out(path, std::ios::trunc);
+  out << updated;
+  out.close();
+  if (!out) {
+    std::fprintf(stderr, "simdnorm-profile: cannot write %s\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace simdnorm_profile
