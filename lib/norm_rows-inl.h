@@ -166,12 +166,33 @@ HWY_INLINE V Normalized(V v, V s, V m, V mul, V add) {
   }
 }
 
+// t * gamma + beta with one rounding where the target has FMA. Without
+// FMA it is a multiply and an add, and t * gamma may overflow although the
+// sum is finite (weights near FLT_MAX): such lanes are redone halved, which
+// is exact for them (their product is far above the subnormal range).
+template <class DF>
+HWY_INLINE hn::Vec<DF> GammaBeta(DF df, hn::Vec<DF> t, hn::Vec<DF> g,
+                                 hn::Vec<DF> b) {
+#if HWY_NATIVE_FMA
+  (void)df;
+  return hn::MulAdd(t, g, b);
+#else
+  const auto product = hn::Mul(t, g);
+  const auto y = hn::Add(product, b);
+  const auto overflow = hn::IsInf(product);
+  if (HWY_LIKELY(hn::AllFalse(df, overflow))) return y;
+  const auto half = hn::Set(df, 0.5f);
+  const auto halved = hn::Add(hn::Mul(t, hn::Mul(g, half)), hn::Mul(b, half));
+  return hn::IfThenElse(overflow, hn::Add(halved, halved), y);
+#endif
+}
+
 template <bool kGamma, bool kBeta, class DF, typename TP>
 HWY_INLINE hn::Vec<DF> Affine(DF df, hn::Vec<DF> t,
                               const TP* HWY_RESTRICT gamma,
                               const TP* HWY_RESTRICT beta, size_t i) {
   if constexpr (kGamma && kBeta) {
-    return hn::MulAdd(t, LoadF(df, gamma + i), LoadF(df, beta + i));
+    return GammaBeta(df, t, LoadF(df, gamma + i), LoadF(df, beta + i));
   }
   if constexpr (kGamma && !kBeta) return hn::Mul(t, LoadF(df, gamma + i));
   if constexpr (!kGamma && kBeta) return hn::Add(t, LoadF(df, beta + i));
@@ -184,8 +205,8 @@ HWY_INLINE hn::Vec<DF> AffineTail(DF df, hn::Vec<DF> t,
                                   const TP* HWY_RESTRICT beta, size_t i,
                                   size_t count) {
   if constexpr (kGamma && kBeta) {
-    return hn::MulAdd(t, LoadTailF(df, gamma + i, count),
-                      LoadTailF(df, beta + i, count));
+    return GammaBeta(df, t, LoadTailF(df, gamma + i, count),
+                     LoadTailF(df, beta + i, count));
   }
   if constexpr (kGamma && !kBeta) {
     return hn::Mul(t, LoadTailF(df, gamma + i, count));
@@ -218,8 +239,10 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
       auto t1 =
           Normalized<kLayerNorm, kScaled>(LoadPairB(df, x + i), s, m, mul, add);
       if constexpr (kGamma && kBeta) {  // one rounding, as in Affine()
-        t0 = hn::MulAdd(t0, LoadPairA(df, gamma + i), LoadPairA(df, beta + i));
-        t1 = hn::MulAdd(t1, LoadPairB(df, gamma + i), LoadPairB(df, beta + i));
+        t0 = GammaBeta(df, t0, LoadPairA(df, gamma + i),
+                       LoadPairA(df, beta + i));
+        t1 = GammaBeta(df, t1, LoadPairB(df, gamma + i),
+                       LoadPairB(df, beta + i));
       } else if constexpr (kGamma) {
         t0 = hn::Mul(t0, LoadPairA(df, gamma + i));
         t1 = hn::Mul(t1, LoadPairB(df, gamma + i));
@@ -254,6 +277,17 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
   }
 }
 
+// The row's multiplier r / s as a float. A finite r / s beyond FLT_MAX
+// only happens when every deviation is 0 (var = 0 with eps > 0 on a row of
+// huge values): then any finite multiplier gives xhat = 0, as it should,
+// where infinity would give 0 * inf = NaN. An infinite r (var = eps = 0)
+// stays infinite: the truth is 0 / 0 there.
+inline float MulToFloat(double mul) {
+  constexpr double kMax = 3.4028234663852886e38;  // FLT_MAX
+  return static_cast<float>(mul > kMax && mul <= 1.7976931348623157e308 ? kMax
+                                                                        : mul);
+}
+
 // When a one-pass sum of squares can be trusted: no square overflowed, and
 // none that matters underflowed (below 2^-126 each, n of them are < 2^-60).
 inline bool SafeSumOfSquares(double sum_sq) {
@@ -281,7 +315,7 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   const double var_scaled = std::fmax(dev.sum_sq * inv_n - c * c, 0.0);
   const double var = var_scaled / (static_cast<double>(s) * s);
   const double mul = 1.0 / (std::sqrt(var + static_cast<double>(eps)) * s);
-  return RowScale{s, m0, static_cast<float>(mul), static_cast<float>(-c * mul)};
+  return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul)};
 }
 
 // LayerNorm: one pass over d = x - x[0], or the general path (see top).
@@ -315,7 +349,7 @@ HWY_INLINE RowScale RMSNormScale(DF df, const TX* x, size_t n, float eps) {
   const double ms =
       sq.sum_sq / static_cast<double>(n) / (static_cast<double>(s) * s);
   const double mul = 1.0 / (std::sqrt(ms + static_cast<double>(eps)) * s);
-  return RowScale{s, 0.0f, static_cast<float>(mul), 0.0f};
+  return RowScale{s, 0.0f, MulToFloat(mul), 0.0f};
 }
 
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,

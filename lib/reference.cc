@@ -20,6 +20,7 @@ double Load(const void* base, simdnorm_dtype t, size_t i) {
 // through float would round twice).
 uint16_t RoundToBF16(double v) {
   if (std::isnan(v)) return std::signbit(v) ? 0xFFC0 : 0x7FC0;
+  if (std::isinf(v)) return std::signbit(v) ? 0xFF80 : 0x7F80;
   const double a = std::fabs(v);
   double r;
   if (a >= 0x1p-126) {
