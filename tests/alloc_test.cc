@@ -1,0 +1,221 @@
+// Zero heap allocations per call: after a warm-up, many calls of every
+// kind, dtype combination, weight variant, layout and ISA allocate nothing,
+// counted process-wide by the malloc replacement of alloc_hooks.c (which
+// also sees what oneTBB allocates: libtbbmalloc is kept out, so TBB falls
+// back to malloc). A separate executable: the replacement must not touch
+// the other tests, and it is not built under sanitizers.
+#include <cstdio>
+
+#include "alloc_hooks.h"
+#include "tbb/task_arena.h"
+#include "tbb/tbb_allocator.h"
+#include "test_util.h"
+
+namespace simdnorm_test {
+namespace {
+
+// Buffers for one (dtypes, rows, cols) layout, made before counting starts.
+struct Buffers {
+  Matrix x, y, gamma, beta;
+  Buffers(const DTypes& t, size_t rows, size_t cols, size_t x_stride = 0,
+          size_t y_stride = 0)
+      : x(t.x, rows, cols, x_stride),
+        y(t.y, rows, cols, y_stride),
+        gamma(t.param, 1, cols),
+        beta(t.param, 1, cols) {
+    x.Fill(MakeRows(Family::kTypical, rows, cols, 7));
+    gamma.Fill(ParamData(true, cols));
+    beta.Fill(ParamData(false, cols));
+  }
+};
+
+simdnorm_desc Desc(simdnorm_kind kind, const DTypes& t, Buffers& b, int weights,
+                   size_t max_threads, bool in_place) {
+  simdnorm_desc d{};
+  d.kind = kind;
+  d.rows = b.x.rows();
+  d.cols = b.x.cols();
+  d.x = b.x.data();
+  d.x_type = t.x;
+  d.x_stride = b.x.stride();
+  d.y = in_place ? b.x.data() : b.y.data();
+  d.y_type = in_place ? t.x : t.y;
+  d.y_stride = in_place ? b.x.stride() : b.y.stride();
+  d.gamma = (weights & 1) ? b.gamma.data() : nullptr;
+  d.beta = (weights & 2) ? b.beta.data() : nullptr;
+  d.param_type = t.param;
+  d.eps = 1e-5f;
+  d.max_threads = max_threads;
+  return d;
+}
+
+// Counts the allocations of `calls` rounds of f after one warm-up round.
+template <class F>
+size_t AllocationsOf(size_t calls, F f) {
+  f();  // warm-up: first-use initialization (ISA list, TBB, thread data)
+  simdnorm_alloc_reset();
+  simdnorm_alloc_counting(1);
+  for (size_t i = 0; i < calls; ++i) f();
+  simdnorm_alloc_counting(0);
+  return simdnorm_alloc_count();
+}
+
+class AllocTest : public ::testing::Test {
+ protected:
+  void TearDown() override { EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK); }
+};
+
+// The counter sees allocations of this process, TBB's included.
+TEST_F(AllocTest, CounterSeesMallocNewAndTbb) {
+  EXPECT_EQ(AllocationsOf(10,
+                          [] {
+                            std::vector<int> v(100);
+                            asm volatile("" : : "r"(v.data()) : "memory");
+                          }),
+            10u)
+      << "operator new is not counted";
+  // TBB's allocator is initialized on this first use; it must be malloc.
+  EXPECT_EQ(tbb::tbb_allocator<char>::allocator_type(),
+            tbb::tbb_allocator<char>::standard)
+      << "TBB uses libtbbmalloc: its allocations would not be counted";
+  EXPECT_GT(simdnorm_refused_dlopens(), 0u);
+  EXPECT_EQ(AllocationsOf(10,
+                          [] {
+                            tbb::tbb_allocator<double> a;
+                            a.deallocate(a.allocate(64), 64);
+                          }),
+            10u)
+      << "TBB's allocations are not counted";
+}
+
+// One row, on every ISA: every kind, dtype combination, weight variant
+// (none, gamma, beta, both), dense, strided and in place.
+TEST_F(AllocTest, OneRowEveryKindDtypeAndIsaAllocatesNothing) {
+  size_t total_calls = 0;
+  for (const std::string& isa : SupportedIsas()) {
+    ASSERT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
+    for (size_t cols : {1u, 17u, 896u, 4097u}) {
+      for (const DTypes& t : AllDTypes()) {
+        Buffers dense(t, 1, cols), strided(t, 1, cols, cols + 3, cols + 5);
+        for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+          for (int weights = 0; weights < 4; ++weights) {
+            simdnorm_desc d[3] = {
+                Desc(kind, t, dense, weights, 0, false),
+                Desc(kind, t, strided, weights, 1, false),
+                Desc(kind, t, dense, weights, 0, /*in_place=*/true)};
+            const size_t n = AllocationsOf(20, [&] {
+              for (const simdnorm_desc& desc : d) {
+                if (simdnorm_normalize(&desc) != SIMDNORM_OK) std::abort();
+              }
+            });
+            total_calls += 3 * 21;
+            EXPECT_EQ(n, 0u)
+                << "[ISA " << isa << "] " << KindName(kind)
+                << " x=" << DTypeName(t.x) << " y=" << DTypeName(t.y)
+                << " param=" << DTypeName(t.param) << " cols=" << cols
+                << " weights=" << weights;
+          }
+        }
+      }
+    }
+  }
+  std::printf("%zu calls checked\n", total_calls);
+}
+
+// Many rows on the calling thread only (max_threads 1), and the C++ API.
+TEST_F(AllocTest, ManyRowsOneThreadAllocatesNothing) {
+  for (const DTypes& t : AllDTypes()) {
+    Buffers b(t, 256, 896);
+    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      const simdnorm_desc d = Desc(kind, t, b, 3, 1, false);
+      EXPECT_EQ(AllocationsOf(10,
+                              [&] {
+                                if (simdnorm_normalize(&d) != SIMDNORM_OK)
+                                  std::abort();
+                              }),
+                0u)
+          << KindName(kind) << " x=" << DTypeName(t.x)
+          << " y=" << DTypeName(t.y) << " param=" << DTypeName(t.param);
+    }
+  }
+  Buffers b({SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_BF16}, 256, 896);
+  const simdnorm::Rows<const simdnorm::bf16> x(
+      static_cast<const simdnorm::bf16*>(b.x.data()), 256, 896);
+  const simdnorm::Rows<float> y(static_cast<float*>(b.y.data()), 256, 896);
+  const auto* g = static_cast<const simdnorm::bf16*>(b.gamma.data());
+  simdnorm::Options opt;
+  opt.max_threads = 1;
+  EXPECT_EQ(AllocationsOf(10,
+                          [&] {
+                            if (simdnorm::layer_norm(x, y, g, g, opt) !=
+                                    simdnorm::Status::kOk ||
+                                simdnorm::rms_norm(x, y, g, g, opt) !=
+                                    simdnorm::Status::kOk)
+                              std::abort();
+                          }),
+            0u)
+      << "C++ API";
+}
+
+// Calls that fail validation allocate nothing either.
+TEST_F(AllocTest, FailedValidationAllocatesNothing) {
+  const DTypes t{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32};
+  Buffers b(t, 4, 8);
+  simdnorm_desc bad[5];
+  for (simdnorm_desc& d : bad) d = Desc(SIMDNORM_LAYERNORM, t, b, 3, 0, false);
+  bad[0].x = nullptr;
+  bad[1].eps = -1.0f;
+  bad[2].cols = 0;
+  bad[3].y = static_cast<float*>(b.x.data()) + 1;
+  bad[4].x_stride = 3;
+  EXPECT_EQ(AllocationsOf(100,
+                          [&] {
+                            for (const simdnorm_desc& d : bad) {
+                              if (simdnorm_normalize(&d) == SIMDNORM_OK)
+                                std::abort();
+                            }
+                          }),
+            0u);
+}
+
+// Rows split over TBB worker threads (max_threads 0 = the arena's default,
+// and 2). The library's call path allocates nothing of its own; a
+// parallel_for takes its task objects from TBB's per-thread small-object
+// pools, which only go to malloc while they grow. The figures are printed;
+// after the warm-up rounds the steady state is expected to be 0.
+TEST_F(AllocTest, ManyRowsOverTbbThreads) {
+  const DTypes t{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16};
+  Buffers b(t, 256, 4096);  // 16 blocks' worth: every thread gets a block
+  {
+    // The first parallel call of the process starts TBB (market, arena,
+    // workers, task pools): the counter sees those allocations.
+    const simdnorm_desc d = Desc(SIMDNORM_LAYERNORM, t, b, 3, 0, false);
+    simdnorm_alloc_reset();
+    simdnorm_alloc_counting(1);
+    const simdnorm_status s = simdnorm_normalize(&d);
+    simdnorm_alloc_counting(0);
+    ASSERT_EQ(s, SIMDNORM_OK);
+    std::printf(
+        "first parallel call: %zu allocations (TBB start-up when "
+        "this is the first parallel call of the process)\n",
+        simdnorm_alloc_count());
+  }
+  for (size_t mt : {size_t{0}, size_t{2}}) {
+    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      const simdnorm_desc d = Desc(kind, t, b, 3, mt, false);
+      auto call = [&] {
+        if (simdnorm_normalize(&d) != SIMDNORM_OK) std::abort();
+      };
+      for (int i = 0; i < 50; ++i) call();  // let the pools settle
+      const size_t n = AllocationsOf(200, call);
+      std::printf(
+          "%s max_threads %zu, %d TBB threads: %zu allocations in "
+          "200 calls\n",
+          KindName(kind), mt, tbb::this_task_arena::max_concurrency(), n);
+      EXPECT_EQ(n, 0u) << KindName(kind) << " max_threads " << mt;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace simdnorm_test
