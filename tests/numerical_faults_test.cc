@@ -9,6 +9,7 @@
 //   differences and squares overflow fp32; checked against the reference.
 // - NaN in gamma or beta poisons its column in every row and nothing else;
 //   +-inf in beta makes its column +-inf.
+// - Regressions of three fuzzer findings (at the end of the file).
 #include <cfloat>
 
 #include "test_util.h"
@@ -263,18 +264,15 @@ TEST_P(NumericalFaultsTest, NonFiniteWeightsPoisonOnlyTheirColumn) {
 
 SIMDNORM_INSTANTIATE_PER_ISA(NumericalFaultsTest);
 
-// LIBRARY BUG (found by simdnorm_fuzz; kept failing until fixed in lib/):
-// a LayerNorm row whose elements are all equal has var = 0, so with eps > 0
-// the truth is xhat = 0 and y = beta (0 without beta). When |x| is large
-// beside sqrt(eps), every ISA returns a NaN row instead: the row takes the
-// general path (its one-pass sum of squares is 0), whose scale s brings
-// max|x| to [1, 2), and mul = 1 / (sqrt(var + eps) * s) is computed in
-// double but exceeds FLT_MAX when sqrt(eps) * s < 2^-128; stored as float it
-// is infinity, and (x * s - m) * mul = 0 * inf = NaN
-// (lib/norm_rows-inl.h, LayerNormScaleGeneral). Roughly |x| > 3.4e38 *
-// sqrt(eps): 1e37 with eps 1e-5, 1e33 with eps 1e-12 (BERT's eps), 1.3e16
-// with eps 2^-149. RMSNorm is not affected.
-TEST(LayerNormConstantRowsBug, LargeMagnitudeWithPositiveEpsGivesBeta) {
+// Regression (found by simdnorm_fuzz, fixed in lib/norm_rows-inl.h,
+// MulToFloat): a LayerNorm row whose elements are all equal has var = 0, so
+// with eps > 0 the truth is xhat = 0 and y = beta (0 without beta). Such a
+// row takes the general path (its one-pass sum of squares is 0), whose scale
+// s brings max|x| to [1, 2), and mul = 1 / (sqrt(var + eps) * s) exceeds
+// FLT_MAX when sqrt(eps) * s < 2^-128, i.e. |x| > ~3.4e38 * sqrt(eps): 1e37
+// with eps 1e-5, 1e33 with eps 1e-12 (BERT's eps), 1.3e16 with eps 2^-149.
+// Stored as an infinite float, it made the row 0 * inf = NaN on every ISA.
+TEST(LayerNormConstantRows, LargeMagnitudeWithPositiveEpsGivesBeta) {
   struct Row {
     float value, eps;
   };
@@ -317,12 +315,12 @@ TEST(LayerNormConstantRowsBug, LargeMagnitudeWithPositiveEpsGivesBeta) {
   EXPECT_EQ(failures, 0u);
 }
 
-// LIBRARY BUG (found by simdnorm_fuzz; kept failing until fixed in lib/):
-// simdnorm_normalize_reference with a bf16 output rounds an infinite
-// float64 result (e.g. beta = +-inf) to NaN instead of +-inf, while the
-// kernels give +-inf. lib/reference.cc RoundToBF16: for |v| = inf,
-// ulp = ldexp(1, ilogb(inf) - 7) = inf and nearbyint(inf / inf) * inf is NaN.
-TEST(ReferenceBf16Bug, InfiniteTruthRoundsToInfinity) {
+// Regression (found by simdnorm_fuzz, fixed in lib/reference.cc):
+// simdnorm_normalize_reference with a bf16 output rounded an infinite
+// float64 result (e.g. beta = +-inf) to NaN instead of +-inf (RoundToBF16:
+// ulp = ldexp(1, ilogb(inf) - 7) = inf, nearbyint(inf / inf) * inf = NaN);
+// the kernels give +-inf.
+TEST(ReferenceBf16, InfiniteTruthRoundsToInfinity) {
   const float x[2] = {1.0f, 2.0f};
   const float inf = std::numeric_limits<float>::infinity();
   const float beta[2] = {inf, -inf};
@@ -351,13 +349,12 @@ TEST(ReferenceBf16Bug, InfiniteTruthRoundsToInfinity) {
   }
 }
 
-// LIBRARY BUG (found by simdnorm_fuzz; kept failing until fixed in lib/):
-// on ISAs without FMA (x86 SSE4, SSSE3, SCALAR; EMU128 in clang builds)
-// y = xhat * gamma + beta is a multiply and an add, so xhat * gamma can
-// overflow to infinity although y is finite: LayerNorm of {-9, 1 x 9}
-// (xhat[0] = -3) with gamma = beta = -1.5e38 gives y[0] = 3e38, but +inf
-// there (AVX2 and AVX3, with FMA, give 3e38). Only weights near FLT_MAX.
-TEST(AffineOverflowBug, GammaTimesXhatBeyondFltMaxWithFiniteY) {
+// Regression (found by simdnorm_fuzz, fixed in lib/norm_rows-inl.h,
+// GammaBeta): on ISAs without FMA (x86 SSE4, SSSE3, SCALAR; EMU128 in clang
+// builds) y = xhat * gamma + beta is a multiply and an add, and xhat * gamma
+// overflowed to infinity although y is finite: LayerNorm of {-9, 1 x 9}
+// (xhat[0] = -3) with gamma = beta = -1.5e38 gives y[0] = 3e38, not +inf.
+TEST(AffineOverflow, GammaTimesXhatBeyondFltMaxWithFiniteY) {
   std::vector<float> values(10, 1.0f);
   values[0] = -9.0f;
   size_t failures = 0;

@@ -86,20 +86,22 @@ SEEDS = {
 #   truth is NaN, the kernel's xhat has the other sign, y = -inf (allowed);
 # - subnormal_output: gamma = -2^-149, |y| below the smallest subnormal (the
 #   harness allows one subnormal step beyond the relative fp32 bound);
-# - known_bug_*: the open library bugs of tests/numerical_faults_test.cc
-#   (counted by the harness unless SIMDNORM_FUZZ_STRICT=1).
+# - fixed_*: the three library bugs it found (regression tests at the end
+#   of tests/numerical_faults_test.cc): a huge constant LayerNorm row with
+#   eps > 0 gave NaN, the bf16 reference rounded an infinite truth to NaN,
+#   xhat * gamma overflowed on ISAs without FMA.
 REGRESSIONS = {
     'inf_gamma_near_zero_xhat':
     '00007e0000811c021001a0900200000000000000ff3d272157bd7b13000000',
     'subnormal_output':
     '000000000006e88300000000010000000000000030006001fbf1000100000000',
-    'known_bug_affine_overflow':
+    'fixed_affine_overflow_no_fma':
     '103e3e1e3ebc3e3e3e3e000000005d007e7e7e7e7e7e000081ffffff7e7e817e7e7e'
     '7e7e7e7e7e7e7e7e7e7e3f2a0001000000040a',
-    'known_bug_constant_row':
+    'fixed_constant_row_huge_x':
     '0000000000010101270103454d5531323800000000000200003100002f0000000100'
     '000006e88300000000000001000000000000',
-    'known_bug_reference_inf':
+    'fixed_bf16_reference_inf':
     '0000003b0105897f0000000000000000000000823000030000010100000000b90700'
     '0000c07f0380000000807f01000001000000024000000080ff',
 }
