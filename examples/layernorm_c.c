@@ -25,14 +25,16 @@ int main(void) {
   static uint16_t hidden[kRows][kCols];
   static float gamma[kCols], beta[kCols];
   for (int r = 0; r < kRows; ++r)
-    for (int c = 0; c < kCols; ++c) hidden[r][c] = bf16_from_float((float)((c % 7) - 3 + r));
+    for (int c = 0; c < kCols; ++c)
+      hidden[r][c] = bf16_from_float((float)((c % 7) - 3 + r));
   for (int c = 0; c < kCols; ++c) {
     gamma[c] = 1.0f;
     beta[c] = 0.5f;
   }
 
   simdnorm_desc d;
-  memset(&d, 0, sizeof(d)); /* all-zero: LayerNorm, F32, dense, default threads */
+  memset(&d, 0,
+         sizeof(d)); /* all-zero: LayerNorm, F32, dense, default threads */
   d.kind = SIMDNORM_LAYERNORM;
   d.rows = kRows;
   d.cols = kCols;
@@ -50,9 +52,9 @@ int main(void) {
     fprintf(stderr, "simdnorm_normalize: %s\n", simdnorm_status_string(s));
     return 1;
   }
-  printf("ISA %s: y[0][0..3] = %g %g %g %g\n", simdnorm_active_isa(), float_from_bf16(hidden[0][0]),
-         float_from_bf16(hidden[0][1]), float_from_bf16(hidden[0][2]),
-         float_from_bf16(hidden[0][3]));
+  printf("ISA %s: y[0][0..3] = %g %g %g %g\n", simdnorm_active_isa(),
+         float_from_bf16(hidden[0][0]), float_from_bf16(hidden[0][1]),
+         float_from_bf16(hidden[0][2]), float_from_bf16(hidden[0][3]));
 
   d.y = gamma; /* a bad call: y overlaps gamma; nothing is written */
   s = simdnorm_normalize(&d);
