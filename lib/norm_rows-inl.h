@@ -18,9 +18,11 @@
 // - Vector sums run in fp32 over blocks of 32 vectors and are added in
 //   float64, so their error does not grow with the row length; per-row
 //   scalars (mean, variance, 1/sqrt) are float64.
-// - A NaN anywhere in a row reaches every output of that row through the
-//   sums; rows never share state, so any partition of rows gives the same
-//   bits.
+// - A NaN anywhere in a row makes its statistics NaN; such rows (and rows
+//   whose 1/sqrt is infinite: var + eps = 0, where the truth is 0/0) are
+//   written as the default quiet NaN, so the output bits never depend on
+//   which NaN payload an add happened to propagate. Rows never share state:
+//   any partition of rows gives the same bits.
 
 #if defined(SIMDNORM_LIB_NORM_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SIMDNORM_LIB_NORM_ROWS_INL_H_
@@ -367,6 +369,23 @@ HWY_INLINE void ApplyAffine(DF df, const TX* x, TY* y, const TP* gamma,
   }
 }
 
+// Writes the default quiet NaN (0x7FC00000, bf16 0x7FC0) over a row.
+template <class DF, typename TY>
+HWY_NOINLINE void FillNaN(DF df, TY* y, size_t n) {
+  const size_t N = hn::Lanes(df);
+  const auto nan = hn::BitCast(
+      df, hn::Set(hn::RebindToUnsigned<DF>(), uint32_t{0x7FC00000u}));
+  size_t i = 0;
+  for (; i + N <= n; i += N) StoreF(df, nan, y + i);
+  if (i < n) StoreTailF(df, nan, y + i, n - i);
+}
+
+// Whether a row's result is NaN throughout (see top).
+inline bool NaNRow(const RowScale& k) {
+  return std::isnan(k.m) || std::isnan(k.add) ||
+         !(std::fabs(k.mul) < HUGE_VALF);
+}
+
 template <bool kLayerNorm, class DF, typename TX>
 HWY_INLINE RowScale Scale(DF df, const TX* x, size_t n, float eps) {
   return kLayerNorm ? LayerNormScale(df, x, n, eps)
@@ -395,7 +414,9 @@ void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
     }
     const TX* x = x_rows + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
-    if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: the cheaper form
+    if (HWY_UNLIKELY(NaNRow(k))) {
+      FillNaN(df, y, n);
+    } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
       ApplyAffine<kLayerNorm, false>(df, x, y, gamma, beta, n, k);
     } else {
       ApplyAffine<kLayerNorm, true>(df, x, y, gamma, beta, n, k);

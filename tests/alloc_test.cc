@@ -181,8 +181,12 @@ TEST_F(AllocTest, FailedValidationAllocatesNothing) {
 // Rows split over TBB worker threads (max_threads 0 = the arena's default,
 // and 2). The library's call path allocates nothing of its own; a
 // parallel_for takes its task objects from TBB's per-thread small-object
-// pools, which only go to malloc while they grow. The figures are printed;
-// after the warm-up rounds the steady state is expected to be 0.
+// pools. Those go to malloc now and then even in a steady state: a task
+// freed by a worker returns to its owner's pool through a remote free list,
+// and an owner that finds its local list empty before the return allocates
+// (CI once saw 1 allocation in 200 calls). That is TBB's, rare, and
+// bounded; what this test rules out is an allocation per call, which
+// would show as at least one per call.
 TEST_F(AllocTest, ManyRowsOverTbbThreads) {
   const DTypes t{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16};
   Buffers b(t, 256, 4096);  // 16 blocks' worth: every thread gets a block
@@ -200,6 +204,7 @@ TEST_F(AllocTest, ManyRowsOverTbbThreads) {
         "this is the first parallel call of the process)\n",
         simdnorm_alloc_count());
   }
+  constexpr size_t kCalls = 200;
   for (size_t mt : {size_t{0}, size_t{2}}) {
     for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
       const simdnorm_desc d = Desc(kind, t, b, 3, mt, false);
@@ -207,12 +212,13 @@ TEST_F(AllocTest, ManyRowsOverTbbThreads) {
         if (simdnorm_normalize(&d) != SIMDNORM_OK) std::abort();
       };
       for (int i = 0; i < 50; ++i) call();  // let the pools settle
-      const size_t n = AllocationsOf(200, call);
+      const size_t n = AllocationsOf(kCalls, call);
       std::printf(
-          "%s max_threads %zu, %d TBB threads: %zu allocations in "
-          "200 calls\n",
-          KindName(kind), mt, tbb::this_task_arena::max_concurrency(), n);
-      EXPECT_EQ(n, 0u) << KindName(kind) << " max_threads " << mt;
+          "%s max_threads %zu, %d TBB threads: %zu allocations in %zu "
+          "calls\n",
+          KindName(kind), mt, tbb::this_task_arena::max_concurrency(), n,
+          kCalls);
+      EXPECT_LT(n, kCalls / 4) << KindName(kind) << " max_threads " << mt;
     }
   }
 }

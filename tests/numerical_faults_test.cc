@@ -380,5 +380,64 @@ TEST(AffineOverflow, GammaTimesXhatBeyondFltMaxWithFiniteY) {
   EXPECT_EQ(failures, 0u);
 }
 
+// Found by simdnorm_fuzz: identical rows holding NaNs with different
+// payloads gave NaN outputs with different payloads depending on the row's
+// place in its block (the first row's statistics were computed by another
+// inlined copy, whose adds took their operands in another order; x86
+// propagates the first operand's NaN). So NaN bits depended on the TBB
+// partition. Rows with NaN statistics are now written as the default NaN.
+TEST(NaNPayload, IdenticalRowsGiveIdenticalBits) {
+  constexpr size_t kRows = 3, kCols = 64;
+  std::vector<float> row(kCols);
+  for (size_t c = 0; c < kCols; ++c) row[c] = static_cast<float>(c % 7) - 3;
+  row[5] = FloatFromBits(0x7FC01234u);
+  row[17] = FloatFromBits(0x7FC02AAAu);
+  row[40] = FloatFromBits(0x7FC00777u);
+  std::vector<float> values;
+  for (size_t r = 0; r < kRows; ++r) {
+    values.insert(values.end(), row.begin(), row.end());
+  }
+  size_t failures = 0;
+  for (const std::string& isa : SupportedIsas()) {
+    ASSERT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
+    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      for (simdnorm_dtype yt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+        const DTypes t{SIMDNORM_F32, yt, SIMDNORM_F32};
+        Matrix x(t.x, kRows, kCols);
+        x.Fill(values);  // fp32 x: the payloads are stored as they are
+        Matrix y(t.y, kRows, kCols);
+        simdnorm_desc d{};
+        d.kind = kind;
+        d.rows = kRows;
+        d.cols = kCols;
+        d.x = x.data();
+        d.x_type = t.x;
+        d.y = y.data();
+        d.y_type = t.y;
+        d.eps = 1e-5f;
+        d.max_threads = 1;
+        ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        for (size_t r = 1; r < kRows; ++r) {
+          if (!y.RowBytesEqual(y, r, 0) && failures++ < 8) {
+            ADD_FAILURE() << "[ISA " << isa << "] " << KindName(kind)
+                          << " y=" << DTypeName(yt) << ": row " << r
+                          << " differs from the identical row 0 (y[0] "
+                          << Hex(yt == SIMDNORM_F32 ? FloatBits(y.GetF(r, 0))
+                                                    : y.Bits16(r, 0),
+                                 yt == SIMDNORM_F32 ? 8 : 4)
+                          << " vs "
+                          << Hex(yt == SIMDNORM_F32 ? FloatBits(y.GetF(0, 0))
+                                                    : y.Bits16(0, 0),
+                                 yt == SIMDNORM_F32 ? 8 : 4)
+                          << ")";
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK);
+  EXPECT_EQ(failures, 0u);
+}
+
 }  // namespace
 }  // namespace simdnorm_test
