@@ -1,11 +1,12 @@
 // Per-target loads and stores of rows as float vectors: float as is, bf16
-// widened exactly, results narrowed to bf16 with round-to-nearest-even.
+// and f16 widened exactly, results narrowed to them with round-to-nearest-
+// even, and int8 stores of already-scaled values.
 //
 // Pairs: the main loops move 2N elements at a time as two float vectors.
 // For float they are the two halves in order. For bf16 they are the even
 // and the odd elements of one 2N-element load (the low and high halves of
-// each 32-bit lane), which widen with one shift or mask and narrow back
-// with a shift and an OR: no lane shuffles. Element order does not matter
+// each 32-bit lane), which widen and narrow with in-lane integer work: no
+// lane shuffles. bf16 and f16 pair alike. Element order does not matter
 // to sums, and a row whose x, y and weights all pair the same way can be
 // normalized pair by pair.
 //
@@ -30,12 +31,72 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using bf16_t = hwy::bfloat16_t;
+using f16_t = hwy::float16_t;
 
 // Enough room for one vector of float lanes on any target.
 inline constexpr size_t kMaxFloatLanes = HWY_MAX_BYTES / sizeof(float);
 
+// ------------------------------ binary16 <-> binary32, exact, in u32 lanes
+//
+// Highway 1.0.3 emulates f16 conversions without F16C by truncation and
+// maps inf/NaN to finite values, so both directions are done here with
+// integer and float steps that are exact on every target.
+
+// The float whose binary16 bits are the low 16 bits of each lane of h
+// (the high bits must be zero). Finite values: the exponent and fraction
+// moved into binary32 position are the value times 2^-112, exactly (a
+// subnormal half becomes a subnormal float), so one multiply by 2^112
+// restores it. inf/NaN get the all-ones exponent, payload kept.
+template <class DF>
+HWY_INLINE hn::Vec<DF> F32FromF16Bits(DF df,
+                                      hn::Vec<hn::RebindToUnsigned<DF>> h) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+  const auto em = hn::And(h, hn::Set(du, 0x7FFFu));
+  const auto shifted = hn::ShiftLeft<13>(em);
+  const auto finite =
+      hn::BitCast(du, hn::Mul(hn::BitCast(df, shifted), hn::Set(df, 0x1p112f)));
+  const auto special = hn::Or(shifted, hn::Set(du, 0x7F800000u));
+  const auto is_special = hn::Gt(em, hn::Set(du, 0x7BFFu));  // inf, NaN
+  return hn::BitCast(df,
+                     hn::Or(sign, hn::IfThenElse(is_special, special, finite)));
+}
+
+// The binary16 bits of v rounded to nearest-even, in the low 16 bits of
+// each lane. Normal results: rebias the exponent and add 0xFFF plus the
+// lowest kept bit before dropping 13 bits (the carry rounds, also into the
+// exponent, up to infinity at 65520). Subnormal results: adding 0.5 puts
+// the value's 2^-24 steps into the float's last bits, and the float add
+// itself rounds to nearest-even. NaN stays NaN (quiet).
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> F16BitsFromF32(DF df,
+                                                            hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto abs = hn::And(bits, hn::Set(du, 0x7FFFFFFFu));
+  const auto sign = hn::ShiftRight<16>(hn::Xor(bits, abs));
+  const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(du, 1u));
+  const auto normal = hn::ShiftRight<13>(
+      hn::Add(abs, hn::Add(hn::Set(du, 0xC8000FFFu), odd)));  // -112 << 23
+  const auto half = hn::Set(df, 0.5f);
+  const auto sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, abs), half)),
+                           hn::BitCast(du, half));
+  const auto big = hn::IfThenElse(hn::Gt(abs, hn::Set(du, 0x7F800000u)),
+                                  hn::Set(du, 0x7E00u), hn::Set(du, 0x7C00u));
+  auto r = hn::IfThenElse(hn::Gt(hn::Set(du, 0x38800000u), abs), sub, normal);
+  r = hn::IfThenElse(hn::Gt(abs, hn::Set(du, 0x477FFFFFu)), big, r);
+  return hn::Or(r, sign);
+}
+
 HWY_INLINE float ToFloat(float v) { return v; }
 HWY_INLINE float ToFloat(bf16_t v) { return hwy::F32FromBF16(v); }
+HWY_INLINE float ToFloat(f16_t v) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  uint16_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return hn::GetLane(F32FromF16Bits(df, hn::Set(du, bits)));
+}
 
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadF(DF df, const float* HWY_RESTRICT p) {
@@ -50,6 +111,15 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const bf16_t* HWY_RESTRICT p) {
   const auto bits =
       hn::PromoteTo(du32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p)));
   return hn::BitCast(df, hn::ShiftLeft<16>(bits));
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::RebindToUnsigned<DF> du32;
+  return F32FromF16Bits(
+      df, hn::PromoteTo(du32,
+                        hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
 }
 
 template <class DF>
@@ -85,10 +155,43 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
   hn::StoreU(hn::DemoteTo(d16, top), d16, reinterpret_cast<uint16_t*>(p));
 }
 
+template <class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::RebindToSigned<DF> di32;
+  hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di32, F16BitsFromF32(df, v))), d16,
+             reinterpret_cast<uint16_t*>(p));
+}
+
+// v rounded to the precision of T and widened back (exact for float).
+template <typename T, class DF>
+HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  if constexpr (std::is_same_v<T, bf16_t>) {
+    return hn::BitCast(
+        df, hn::And(RoundedToBF16Bits(df, v), hn::Set(du, 0xFFFF0000u)));
+  } else if constexpr (std::is_same_v<T, f16_t>) {
+    return F32FromF16Bits(df, F16BitsFromF32(df, v));
+  } else {
+    return v;
+  }
+}
+
+// Stores q, already scaled to [-127.x, 127.x], as int8: rounded to
+// nearest-even (the default rounding mode) and clamped to [-127, 127].
+template <class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> q, int8_t* HWY_RESTRICT p) {
+  const hn::Rebind<int8_t, DF> d8;
+  const auto limit = hn::Set(df, 127.0f);
+  const auto clamped = hn::Min(hn::Max(q, hn::Neg(limit)), limit);
+  hn::StoreU(hn::DemoteTo(d8, hn::NearestInt(clamped)), d8, p);
+}
+
 // ------------------------------ Pairs of vectors (2N elements)
 
 template <typename T>
-inline constexpr bool kEvenOdd = std::is_same_v<T, bf16_t>;
+inline constexpr bool kEvenOdd =
+    std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>;
 
 // The first and second vector of the pair at p.
 template <class DF>
@@ -113,6 +216,19 @@ HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const bf16_t* HWY_RESTRICT p) {
 }
 
 template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const f16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+  return F32FromF16Bits(df, hn::And(u, hn::Set(du32, 0xFFFFu)));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const f16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
+  return F32FromF16Bits(df, hn::ShiftRight<16>(u));
+}
+
+template <class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           float* HWY_RESTRICT p) {
   hn::StoreU(a, df, p);
@@ -126,6 +242,15 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
   const auto odd =
       hn::And(RoundedToBF16Bits(df, b), hn::Set(du32, 0xFFFF0000u));
   hn::StoreU(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
+}
+
+template <class DF>
+HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                          f16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto bits =
+      hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
+  hn::StoreU(bits, du32, reinterpret_cast<uint32_t*>(p));
 }
 
 // ------------------------------ Tails

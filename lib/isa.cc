@@ -38,9 +38,9 @@ struct IsaList {
       isa->target = k.target;
       isa->name = k.name;
     }
-    for (int x = 0; x < kNumDTypes; ++x)
-      for (int y = 0; y < kNumDTypes; ++y)
-        for (int p = 0; p < kNumDTypes; ++p)
+    for (int x = 0; x < kNumInTypes; ++x)
+      for (int y = 0; y < kNumOutTypes; ++y)
+        for (int p = 0; p < kNumInTypes; ++p)
           isa->fn[kKind][x][y][p] = (*k.table)[x][y][p];
   }
 

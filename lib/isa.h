@@ -14,7 +14,7 @@ namespace internal {
 struct Isa {
   int64_t target;  // Highway target bit
   const char* name;
-  RowsFn fn[kNumKinds][kNumDTypes][kNumDTypes][kNumDTypes];
+  RowsFn fn[kNumKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
 };
 
 // Supported ISAs, best first. Stable for the life of the process.

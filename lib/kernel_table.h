@@ -9,8 +9,9 @@
 namespace simdnorm {
 namespace internal {
 
-inline constexpr int kNumKinds = 2;   // simdnorm_kind
-inline constexpr int kNumDTypes = 2;  // simdnorm_dtype
+inline constexpr int kNumKinds = 2;     // simdnorm_kind
+inline constexpr int kNumInTypes = 3;   // x and weights: F32, BF16, F16
+inline constexpr int kNumOutTypes = 4;  // y: also I8
 
 // One call's operands, validated. Strides are in elements; gamma and beta
 // may be null (= 1 and 0).
@@ -23,6 +24,17 @@ struct RowArgs {
   const void* beta;
   size_t cols;
   float eps;
+  // Fused residual add (null: none); strides resolved. h = x + residual
+  // goes to sum_out when not null.
+  const void* residual;
+  size_t residual_stride;
+  void* sum_out;
+  size_t sum_out_stride;
+  float gamma_offset;  // -0.0f when the caller's is 0: x + -0 == x always
+  bool round_normalized;
+  float* y_scale;      // I8 output: scales_per_row floats per row
+  size_t quant_group;  // I8 output: resolved (never 0)
+  size_t scales_per_row;
 };
 
 // Normalizes rows [row_begin, row_end). Each row's result depends only on
@@ -30,7 +42,7 @@ struct RowArgs {
 using RowsFn = void (*)(const RowArgs& args, size_t row_begin, size_t row_end);
 
 // [x_type][y_type][param_type]
-using KindTable = RowsFn[kNumDTypes][kNumDTypes][kNumDTypes];
+using KindTable = RowsFn[kNumInTypes][kNumOutTypes][kNumInTypes];
 
 // One Highway target's kernels of one kind; `name` is hwy::TargetName().
 struct TargetKernels {

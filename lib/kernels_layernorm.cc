@@ -12,7 +12,7 @@ HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace HWY_NAMESPACE {
 
-const KindKernels<0> kLayerNormKernels;
+constexpr KindKernels<0> kLayerNormKernels;
 
 internal::TargetKernels LayerNormKernels() {
   return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kLayerNormKernels.table};

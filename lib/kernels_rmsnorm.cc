@@ -12,7 +12,7 @@ HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace HWY_NAMESPACE {
 
-const KindKernels<1> kRMSNormKernels;
+constexpr KindKernels<1> kRMSNormKernels;
 
 internal::TargetKernels RMSNormKernels() {
   return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kRMSNormKernels.table};

@@ -33,6 +33,12 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "hwy/highway.h"
 #include "lib/convert-inl.h"
@@ -72,13 +78,25 @@ struct RowSums {
   float max_abs = 0.0f;
 };
 
+// The fused residual add inside a pass: x + r rounded to TX (the fp32 sum
+// of two bf16 or f16 values is exact or, when it is not, far from their
+// rounding ties), which is also stored to h. h may be x or r: each vector
+// is loaded before it is stored.
+template <bool kAdd, class DF, typename TX>
+HWY_INLINE hn::Vec<DF> WithResidual(DF df, hn::Vec<DF> x, hn::Vec<DF> r) {
+  if constexpr (kAdd) return RoundTo<TX>(df, hn::Add(x, r));
+  return x;
+}
+
 // sum(v), sum(v^2) and max|x| over a row, v = Shifted(x), each only when
 // asked for. Four independent chains hide the add/FMA latency; fp32 sums of
 // at most 32 vectors are added up in float64 (a single fp32 chain of 8192
-// adds would lose ~2^-11).
-template <bool kSum, bool kSq, bool kMax, Shift kShift, class DF, typename TX>
-HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
-                             float k) {
+// adds would lose ~2^-11). With kAdd the row is h = x + r, stored to h on
+// the way.
+template <bool kSum, bool kSq, bool kMax, Shift kShift, bool kAdd = false,
+          class DF, typename TX>
+HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
+                             const TX* r = nullptr, TX* h = nullptr) {
   const size_t N = hn::Lanes(df);
   const auto vs = hn::Set(df, s);
   const auto vk = hn::Set(df, k);
@@ -92,10 +110,18 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
     auto sq2 = hn::Zero(df), sq3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
     for (; i + 4 * N <= block_end; i += 4 * N) {
-      const auto x0 = LoadPairA(df, x + i);
-      const auto x1 = LoadPairB(df, x + i);
-      const auto x2 = LoadPairA(df, x + i + 2 * N);
-      const auto x3 = LoadPairB(df, x + i + 2 * N);
+      auto x0 = LoadPairA(df, x + i);
+      auto x1 = LoadPairB(df, x + i);
+      auto x2 = LoadPairA(df, x + i + 2 * N);
+      auto x3 = LoadPairB(df, x + i + 2 * N);
+      if constexpr (kAdd) {
+        x0 = WithResidual<kAdd, DF, TX>(df, x0, LoadPairA(df, r + i));
+        x1 = WithResidual<kAdd, DF, TX>(df, x1, LoadPairB(df, r + i));
+        x2 = WithResidual<kAdd, DF, TX>(df, x2, LoadPairA(df, r + i + 2 * N));
+        x3 = WithResidual<kAdd, DF, TX>(df, x3, LoadPairB(df, r + i + 2 * N));
+        StorePair(df, x0, x1, h + i);
+        StorePair(df, x2, x3, h + i + 2 * N);
+      }
       const auto v0 = Shifted<kShift>(x0, vs, vk);
       const auto v1 = Shifted<kShift>(x1, vs, vk);
       const auto v2 = Shifted<kShift>(x2, vs, vk);
@@ -118,7 +144,11 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
       }
     }
     for (; i + N <= block_end; i += N) {
-      const auto x0 = LoadF(df, x + i);
+      auto x0 = LoadF(df, x + i);
+      if constexpr (kAdd) {
+        x0 = WithResidual<kAdd, DF, TX>(df, x0, LoadF(df, r + i));
+        StoreF(df, x0, h + i);
+      }
       const auto v0 = Shifted<kShift>(x0, vs, vk);
       if constexpr (kSum) sum0 = hn::Add(sum0, v0);
       if constexpr (kSq) sq0 = hn::MulAdd(v0, v0, sq0);
@@ -126,7 +156,11 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* HWY_RESTRICT x, size_t n, float s,
     }
     if (i < block_end) {  // the row's last, partial vector: zero-padded
       const size_t count = block_end - i;
-      const auto x1 = LoadTailF(df, x + i, count);
+      auto x1 = LoadTailF(df, x + i, count);
+      if constexpr (kAdd) {
+        x1 = WithResidual<kAdd, DF, TX>(df, x1, LoadTailF(df, r + i, count));
+        StoreTailF(df, x1, h + i, count);
+      }
       const auto v1 = hn::IfThenElseZero(hn::FirstN(df, count),
                                          Shifted<kShift>(x1, vs, vk));
       if constexpr (kSum) sum1 = hn::Add(sum1, v1);
@@ -189,93 +223,169 @@ HWY_INLINE hn::Vec<DF> GammaBeta(DF df, hn::Vec<DF> t, hn::Vec<DF> g,
 #endif
 }
 
-template <bool kGamma, bool kBeta, class DF, typename TP>
-HWY_INLINE hn::Vec<DF> Affine(DF df, hn::Vec<DF> t,
-                              const TP* HWY_RESTRICT gamma,
-                              const TP* HWY_RESTRICT beta, size_t i) {
-  if constexpr (kGamma && kBeta) {
-    return GammaBeta(df, t, LoadF(df, gamma + i), LoadF(df, beta + i));
+// Where a vector of a row is: a whole vector, the even or odd half of a
+// pair (convert-inl.h), or the zero-padded tail of `count` elements.
+enum class At { kFull, kPairA, kPairB, kTail };
+
+template <At kAt, class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadAt(DF df, const T* HWY_RESTRICT p, size_t count) {
+  if constexpr (kAt == At::kFull) {
+    return LoadF(df, p);
+  } else if constexpr (kAt == At::kPairA) {
+    return LoadPairA(df, p);
+  } else if constexpr (kAt == At::kPairB) {
+    return LoadPairB(df, p);
+  } else {
+    return LoadTailF(df, p, count);
   }
-  if constexpr (kGamma && !kBeta) return hn::Mul(t, LoadF(df, gamma + i));
-  if constexpr (!kGamma && kBeta) return hn::Add(t, LoadF(df, beta + i));
-  return t;
 }
 
-template <bool kGamma, bool kBeta, class DF, typename TP>
-HWY_INLINE hn::Vec<DF> AffineTail(DF df, hn::Vec<DF> t,
-                                  const TP* HWY_RESTRICT gamma,
-                                  const TP* HWY_RESTRICT beta, size_t i,
-                                  size_t count) {
-  if constexpr (kGamma && kBeta) {
-    return GammaBeta(df, t, LoadTailF(df, gamma + i, count),
-                     LoadTailF(df, beta + i, count));
+// What one call applies to every row. The result is always
+// t * g + b with one rounding (GammaBeta), which covers every case exactly:
+// g = offset + gamma (fp32), or the constant `scale` = 1 + offset without
+// gamma; b = beta, or -0 without it (t * g + -0 == t * g, and t * 1 + b ==
+// t + b, bit for bit). The caller's offset 0 arrives as -0.0f, for which
+// gamma + offset == gamma exactly (-0 too). Which operands exist is a
+// predictable branch per vector, not a template: the kernels stay few.
+template <typename TP>
+struct Weights {
+  const TP* gamma;
+  const TP* beta;
+  float offset;
+  float scale;
+  bool round;  // xhat rounded to x's type first (Hugging Face's order)
+};
+
+// The result y (fp32) of the vector of a row at i.
+template <bool kLayerNorm, bool kScaled, At kAt, class DF, typename TX,
+          typename TP>
+HWY_INLINE hn::Vec<DF> ResultAt(DF df, const TX* HWY_RESTRICT x,
+                                const Weights<TP>& w, size_t i, size_t count,
+                                hn::Vec<DF> s, hn::Vec<DF> m, hn::Vec<DF> mul,
+                                hn::Vec<DF> add) {
+  auto t = Normalized<kLayerNorm, kScaled>(LoadAt<kAt>(df, x + i, count), s, m,
+                                           mul, add);
+  if constexpr (!std::is_same_v<TX, float>) {
+    if (w.round) t = RoundTo<TX>(df, t);
   }
-  if constexpr (kGamma && !kBeta) {
-    return hn::Mul(t, LoadTailF(df, gamma + i, count));
+  auto g = hn::Set(df, w.scale);
+  if (w.gamma) {
+    g = hn::Add(LoadAt<kAt>(df, w.gamma + i, count), hn::Set(df, w.offset));
   }
-  if constexpr (!kGamma && kBeta) {
-    return hn::Add(t, LoadTailF(df, beta + i, count));
-  }
-  return t;
+  auto b = hn::Set(df, -0.0f);
+  if (w.beta) b = LoadAt<kAt>(df, w.beta + i, count);
+  return GammaBeta(df, t, g, b);
 }
 
-// y = Normalized(x) * gamma + beta. x and y may be the same row (in place):
-// each vector is loaded before it is stored. The row's constants are
-// broadcast once (vectors cannot live in structs on SVE). The main loop
-// moves pairs (convert-inl.h) when x, y and the weights pair alike.
-template <bool kLayerNorm, bool kScaled, bool kGamma, bool kBeta, class DF,
-          typename TX, typename TY, typename TP>
-HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y,
-                           const TP* HWY_RESTRICT gamma,
-                           const TP* HWY_RESTRICT beta, size_t n, RowScale k) {
-  constexpr bool kPairs = kEvenOdd<TX> == kEvenOdd<TY> &&
-                          (kEvenOdd<TX> == kEvenOdd<TP> || (!kGamma && !kBeta));
+// y = Normalized(x) * scale + beta over a row. x and y may be the same row
+// (in place): each vector is loaded before it is stored. The row's
+// constants are broadcast once (vectors cannot live in structs on SVE). The
+// main loop moves pairs (convert-inl.h) when x, y and the weights pair
+// alike.
+template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
+          typename TP>
+HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                           size_t n, RowScale k) {
+  constexpr bool kPairs =
+      kEvenOdd<TX> == kEvenOdd<TY> && kEvenOdd<TX> == kEvenOdd<TP>;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
   size_t i = 0;
-  if constexpr (kPairs) {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      auto t0 =
-          Normalized<kLayerNorm, kScaled>(LoadPairA(df, x + i), s, m, mul, add);
-      auto t1 =
-          Normalized<kLayerNorm, kScaled>(LoadPairB(df, x + i), s, m, mul, add);
-      if constexpr (kGamma && kBeta) {  // one rounding, as in Affine()
-        t0 = GammaBeta(df, t0, LoadPairA(df, gamma + i),
-                       LoadPairA(df, beta + i));
-        t1 = GammaBeta(df, t1, LoadPairB(df, gamma + i),
-                       LoadPairB(df, beta + i));
-      } else if constexpr (kGamma) {
-        t0 = hn::Mul(t0, LoadPairA(df, gamma + i));
-        t1 = hn::Mul(t1, LoadPairB(df, gamma + i));
-      } else if constexpr (kBeta) {
-        t0 = hn::Add(t0, LoadPairA(df, beta + i));
-        t1 = hn::Add(t1, LoadPairB(df, beta + i));
-      }
-      StorePair(df, t0, t1, y + i);
-    }
-  } else {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      const auto x0 = LoadF(df, x + i);
-      const auto x1 = LoadF(df, x + i + N);
-      const auto t0 = Normalized<kLayerNorm, kScaled>(x0, s, m, mul, add);
-      const auto t1 = Normalized<kLayerNorm, kScaled>(x1, s, m, mul, add);
-      StoreF(df, Affine<kGamma, kBeta>(df, t0, gamma, beta, i), y + i);
-      StoreF(df, Affine<kGamma, kBeta>(df, t1, gamma, beta, i + N), y + i + N);
+  for (; i + 2 * N <= n; i += 2 * N) {
+    if constexpr (kPairs) {
+      const auto a = ResultAt<kLayerNorm, kScaled, At::kPairA>(df, x, w, i, 0,
+                                                               s, m, mul, add);
+      const auto b = ResultAt<kLayerNorm, kScaled, At::kPairB>(df, x, w, i, 0,
+                                                               s, m, mul, add);
+      StorePair(df, a, b, y + i);
+    } else {
+      const auto a = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
+                                                              m, mul, add);
+      const auto b = ResultAt<kLayerNorm, kScaled, At::kFull>(
+          df, x, w, i + N, 0, s, m, mul, add);
+      StoreF(df, a, y + i);
+      StoreF(df, b, y + i + N);
     }
   }
   if (i + N <= n) {
-    const auto t =
-        Normalized<kLayerNorm, kScaled>(LoadF(df, x + i), s, m, mul, add);
-    StoreF(df, Affine<kGamma, kBeta>(df, t, gamma, beta, i), y + i);
+    StoreF(df,
+           ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s, m, mul,
+                                                    add),
+           y + i);
     i += N;
   }
   if (i < n) {
-    const size_t count = n - i;
-    const auto t = Normalized<kLayerNorm, kScaled>(LoadTailF(df, x + i, count),
-                                                   s, m, mul, add);
-    StoreTailF(df, AffineTail<kGamma, kBeta>(df, t, gamma, beta, i, count),
-               y + i, count);
+    StoreTailF(df,
+               ResultAt<kLayerNorm, kScaled, At::kTail>(df, x, w, i, n - i, s,
+                                                        m, mul, add),
+               y + i, n - i);
+  }
+}
+
+// The int8 scale of a group from the bits of its max|y| (see simdnorm.h):
+// q = y * pre * inv. inv = 127 / max is a float unless max is tiny; then y
+// is first scaled up by 2^100 (exact), so inv stays finite. A zero, inf or
+// NaN max gives inv = 0: the group is q = 0.
+struct QuantScale {
+  float scale, pre, inv;
+};
+
+inline QuantScale QuantScaleFor(uint32_t max_bits) {
+  float m;
+  std::memcpy(&m, &max_bits, sizeof(m));
+  if (!(m > 0.0f) || !(m < HUGE_VALF)) return QuantScale{m, 0.0f, 0.0f};
+  const double pre = m < 0x1p-100f ? 0x1p100 : 1.0;
+  return QuantScale{m / 127.0f, static_cast<float>(pre),
+                    static_cast<float>(127.0 / (static_cast<double>(m) * pre))};
+}
+
+// Int8 output, group by group: max|y| over the group's fp32 results, then
+// the results again (recomputed from the row, which is in L1: cheaper than
+// a buffer), scaled and rounded. max|y| is taken on the bits of |y|, whose
+// unsigned order is the order of the values and puts NaN above inf.
+template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TP>
+HWY_NOINLINE void ApplyRowQuant(DF df, const TX* x, int8_t* y, float* scales,
+                                size_t group, const Weights<TP>& w, size_t n,
+                                RowScale k) {
+  const hn::RebindToUnsigned<DF> du;
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
+  const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
+  for (size_t g0 = 0; g0 < n; g0 += group) {
+    const size_t g1 = n - g0 > group ? g0 + group : n;
+    auto max_bits = hn::Zero(du);
+    size_t i = g0;
+    for (; i + N <= g1; i += N) {
+      const auto v = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
+                                                              m, mul, add);
+      max_bits = hn::Max(max_bits, hn::BitCast(du, hn::Abs(v)));
+    }
+    if (i < g1) {
+      const auto v = ResultAt<kLayerNorm, kScaled, At::kTail>(
+          df, x, w, i, g1 - i, s, m, mul, add);
+      const auto valid = hn::RebindMask(du, hn::FirstN(df, g1 - i));
+      max_bits = hn::Max(
+          max_bits, hn::IfThenElseZero(valid, hn::BitCast(du, hn::Abs(v))));
+    }
+    const QuantScale q =
+        QuantScaleFor(hn::GetLane(hn::MaxOfLanes(du, max_bits)));
+    *scales++ = q.scale;
+    if (q.inv == 0.0f) {  // zeros, inf or NaN: q = 0 (y * 0 may be NaN)
+      std::memset(y + g0, 0, g1 - g0);
+      continue;
+    }
+    const auto pre = hn::Set(df, q.pre), inv = hn::Set(df, q.inv);
+    for (i = g0; i + N <= g1; i += N) {
+      const auto v = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
+                                                              m, mul, add);
+      StoreF(df, hn::Mul(hn::Mul(v, pre), inv), y + i);
+    }
+    if (i < g1) {
+      const auto v = ResultAt<kLayerNorm, kScaled, At::kTail>(
+          df, x, w, i, g1 - i, s, m, mul, add);
+      StoreTailF(df, hn::Mul(hn::Mul(v, pre), inv), y + i, g1 - i);
+    }
   }
 }
 
@@ -320,27 +430,41 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul)};
 }
 
+// The row's first element (of h = x + r with kAdd).
+template <bool kAdd, class DF, typename TX>
+HWY_INLINE float FirstElement(DF df, const TX* x, const TX* r) {
+  if constexpr (kAdd) {
+    return hn::GetLane(WithResidual<kAdd, DF, TX>(
+        df, hn::Set(df, ToFloat(x[0])), hn::Set(df, ToFloat(r[0]))));
+  }
+  return ToFloat(x[0]);
+}
+
 // LayerNorm: one pass over d = x - x[0], or the general path (see top).
-template <class DF, typename TX>
-HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, size_t n, float eps) {
+// With kAdd the first pass makes h = x + r; the others read h.
+template <bool kAdd, class DF, typename TX>
+HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, const TX* r, TX* h,
+                                   size_t n, float eps) {
   const double inv_n = 1.0 / static_cast<double>(n);
-  const float k = ToFloat(x[0]);
+  const float k = FirstElement<kAdd>(df, x, r);
   const RowSums d =
-      ReduceRow<true, true, false, Shift::kSub>(df, x, n, 1.0f, k);
+      ReduceRow<true, true, false, Shift::kSub, kAdd>(df, x, n, 1.0f, k, r, h);
   const double mean_d = d.sum * inv_n;
   const double var = d.sum_sq * inv_n - mean_d * mean_d;
   if (!SafeSumOfSquares(d.sum_sq) || !(mean_d * mean_d <= 4.0 * var)) {
-    return LayerNormScaleGeneral(df, x, n, eps);
+    return LayerNormScaleGeneral(df, kAdd ? h : x, n, eps);
   }
   const double mul = 1.0 / std::sqrt(var + static_cast<double>(eps));
   return RowScale{1.0f, k, static_cast<float>(mul),
                   static_cast<float>(-mean_d * mul)};
 }
 
-template <class DF, typename TX>
-HWY_INLINE RowScale RMSNormScale(DF df, const TX* x, size_t n, float eps) {
-  RowSums sq =
-      ReduceRow<false, true, false, Shift::kNone>(df, x, n, 1.0f, 0.0f);
+template <bool kAdd, class DF, typename TX>
+HWY_INLINE RowScale RMSNormScale(DF df, const TX* x_in, const TX* r, TX* h,
+                                 size_t n, float eps) {
+  RowSums sq = ReduceRow<false, true, false, Shift::kNone, kAdd>(
+      df, x_in, n, 1.0f, 0.0f, r, h);
+  const TX* x = kAdd ? h : x_in;
   float s = 1.0f;
   if (!SafeSumOfSquares(sq.sum_sq)) {  // rare: rescale by max|x|
     s = ScaleFor(
@@ -356,28 +480,32 @@ HWY_INLINE RowScale RMSNormScale(DF df, const TX* x, size_t n, float eps) {
 
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
-HWY_INLINE void ApplyAffine(DF df, const TX* x, TY* y, const TP* gamma,
-                            const TP* beta, size_t n, RowScale k) {
-  if (gamma && beta) {
-    ApplyRow<kLayerNorm, kScaled, true, true>(df, x, y, gamma, beta, n, k);
-  } else if (gamma) {
-    ApplyRow<kLayerNorm, kScaled, true, false>(df, x, y, gamma, beta, n, k);
-  } else if (beta) {
-    ApplyRow<kLayerNorm, kScaled, false, true>(df, x, y, gamma, beta, n, k);
+HWY_INLINE void ApplyAny(DF df, const TX* x, TY* y, float* scales, size_t group,
+                         const Weights<TP>& w, size_t n, RowScale k) {
+  if constexpr (std::is_same_v<TY, int8_t>) {
+    ApplyRowQuant<kLayerNorm, kScaled>(df, x, y, scales, group, w, n, k);
   } else {
-    ApplyRow<kLayerNorm, kScaled, false, false>(df, x, y, gamma, beta, n, k);
+    (void)scales;
+    (void)group;
+    ApplyRow<kLayerNorm, kScaled>(df, x, y, w, n, k);
   }
 }
 
-// Writes the default quiet NaN (0x7FC00000, bf16 0x7FC0) over a row.
+// Writes a row whose result is NaN throughout (see top): the default quiet
+// NaN (0x7FC00000; bf16 0x7FC0, f16 0x7E00), or for int8 q = 0 with NaN
+// scales.
 template <class DF, typename TY>
-HWY_NOINLINE void FillNaN(DF df, TY* y, size_t n) {
+HWY_NOINLINE void FillNaN(DF df, TY* y, float* scales, size_t scale_count,
+                          size_t n) {
   const size_t N = hn::Lanes(df);
-  const auto nan = hn::BitCast(
-      df, hn::Set(hn::RebindToUnsigned<DF>(), uint32_t{0x7FC00000u}));
+  const auto v = std::is_same_v<TY, int8_t>
+                     ? hn::Zero(df)
+                     : hn::BitCast(df, hn::Set(hn::RebindToUnsigned<DF>(),
+                                               uint32_t{0x7FC00000u}));
   size_t i = 0;
-  for (; i + N <= n; i += N) StoreF(df, nan, y + i);
-  if (i < n) StoreTailF(df, nan, y + i, n - i);
+  for (; i + N <= n; i += N) StoreF(df, v, y + i);
+  if (i < n) StoreTailF(df, v, y + i, n - i);
+  for (size_t j = 0; j < scale_count; ++j) scales[j] = std::nanf("");
 }
 
 // Whether a row's result is NaN throughout (see top).
@@ -386,11 +514,22 @@ inline bool NaNRow(const RowScale& k) {
          !(std::fabs(k.mul) < HUGE_VALF);
 }
 
+// The row's statistics; with a residual r, the first pass also makes h.
 template <bool kLayerNorm, class DF, typename TX>
-HWY_INLINE RowScale Scale(DF df, const TX* x, size_t n, float eps) {
-  return kLayerNorm ? LayerNormScale(df, x, n, eps)
-                    : RMSNormScale(df, x, n, eps);
+HWY_INLINE RowScale Scale(DF df, const TX* x, const TX* r, TX* h, size_t n,
+                          float eps) {
+  if (r != nullptr) {
+    return kLayerNorm ? LayerNormScale<true>(df, x, r, h, n, eps)
+                      : RMSNormScale<true>(df, x, r, h, n, eps);
+  }
+  return kLayerNorm ? LayerNormScale<false>(df, x, r, h, n, eps)
+                    : RMSNormScale<false>(df, x, r, h, n, eps);
 }
+
+// Room on the stack for two rows of h when there is a residual but no
+// sum_out (row r + 1's h is made while row r's is still to be applied);
+// longer rows use a heap buffer.
+inline constexpr size_t kScratchBytes = 16 * 1024;
 
 // Rows are software-pipelined: row r + 1's statistics are computed before
 // row r is written, so the latency of one row's reduction, square root and
@@ -399,43 +538,78 @@ HWY_INLINE RowScale Scale(DF df, const TX* x, size_t n, float eps) {
 template <int kKind, typename TX, typename TY, typename TP>
 void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
   constexpr bool kLayerNorm = kKind == 0;
+  constexpr bool kQuant = std::is_same_v<TY, int8_t>;
   const hn::ScalableTag<float> df;
-  const TP* gamma = static_cast<const TP*>(a.gamma);
-  const TP* beta = static_cast<const TP*>(a.beta);
   const size_t n = a.cols;
+  const Weights<TP> w{static_cast<const TP*>(a.gamma),
+                      static_cast<const TP*>(a.beta), a.gamma_offset,
+                      1.0f + a.gamma_offset, a.round_normalized};
   const TX* x_rows = static_cast<const TX*>(a.x);
-  if (row_begin >= row_end) return;
-  RowScale next =
-      Scale<kLayerNorm>(df, x_rows + row_begin * a.x_stride, n, a.eps);
-  for (size_t r = row_begin; r < row_end; ++r) {
-    const RowScale k = next;
-    if (r + 1 < row_end) {
-      next = Scale<kLayerNorm>(df, x_rows + (r + 1) * a.x_stride, n, a.eps);
+  const TX* res_rows = static_cast<const TX*>(a.residual);
+  TX* sum_rows = static_cast<TX*>(a.sum_out);
+  HWY_ALIGN TX stack_scratch[2][kScratchBytes / 2 / sizeof(TX)];
+  std::unique_ptr<TX[]> heap_scratch;
+  TX* scratch[2] = {stack_scratch[0], stack_scratch[1]};
+  if (res_rows && !sum_rows && n > kScratchBytes / 2 / sizeof(TX)) {
+    heap_scratch.reset(new TX[2 * n]);
+    scratch[0] = heap_scratch.get();
+    scratch[1] = scratch[0] + n;
+  }
+  RowScale k{};
+  const TX* h = nullptr;  // the row to apply: x, or h = x + residual
+  for (size_t r = row_begin; r <= row_end; ++r) {
+    RowScale next{};
+    const TX* h_next = nullptr;
+    if (r < row_end) {
+      h_next = x_rows + r * a.x_stride;
+      const TX* res = res_rows ? res_rows + r * a.residual_stride : nullptr;
+      TX* sum = sum_rows ? sum_rows + r * a.sum_out_stride : nullptr;
+      if (res != nullptr) {
+        TX* made = sum ? sum : scratch[r & 1];
+        next = Scale<kLayerNorm>(df, h_next, res, made, n, a.eps);
+        h_next = made;
+      } else {
+        if (sum != nullptr && sum != h_next) {
+          std::memcpy(sum, h_next, n * sizeof(TX));  // h = x
+        }
+        next = Scale<kLayerNorm>(df, h_next, res, sum, n, a.eps);
+      }
     }
-    const TX* x = x_rows + r * a.x_stride;
-    TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
-    if (HWY_UNLIKELY(NaNRow(k))) {
-      FillNaN(df, y, n);
-    } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
-      ApplyAffine<kLayerNorm, false>(df, x, y, gamma, beta, n, k);
-    } else {
-      ApplyAffine<kLayerNorm, true>(df, x, y, gamma, beta, n, k);
+    if (r > row_begin) {
+      TY* y = static_cast<TY*>(a.y) + (r - 1) * a.y_stride;
+      float* scales = kQuant ? a.y_scale + (r - 1) * a.scales_per_row : nullptr;
+      if (HWY_UNLIKELY(NaNRow(k))) {
+        FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, n);
+      } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
+        ApplyAny<kLayerNorm, false>(df, h, y, scales, a.quant_group, w, n, k);
+      } else {
+        ApplyAny<kLayerNorm, true>(df, h, y, scales, a.quant_group, w, n, k);
+      }
     }
+    k = next;
+    h = h_next;
   }
 }
 
-// The table of one kind for this target: [x_type][y_type][param_type],
-// indexed by simdnorm_dtype (0 = f32, 1 = bf16).
+// The table of one kind for this target, [x_type][y_type][param_type]
+// indexed by simdnorm_dtype, filled at compile time.
+template <size_t I>
+using InType = std::tuple_element_t<I, std::tuple<float, bf16_t, f16_t>>;
+template <size_t I>
+using OutType =
+    std::tuple_element_t<I, std::tuple<float, bf16_t, f16_t, int8_t>>;
+
 template <int kKind>
 struct KindKernels {
-  internal::KindTable table = {{{&NormRows<kKind, float, float, float>,
-                                 &NormRows<kKind, float, float, bf16_t>},
-                                {&NormRows<kKind, float, bf16_t, float>,
-                                 &NormRows<kKind, float, bf16_t, bf16_t>}},
-                               {{&NormRows<kKind, bf16_t, float, float>,
-                                 &NormRows<kKind, bf16_t, float, bf16_t>},
-                                {&NormRows<kKind, bf16_t, bf16_t, float>,
-                                 &NormRows<kKind, bf16_t, bf16_t, bf16_t>}}};
+  internal::KindTable table = {};
+
+  template <size_t... I>
+  constexpr void Fill(std::index_sequence<I...>) {
+    ((table[I / 12][I / 3 % 4][I % 3] =
+          &NormRows<kKind, InType<I / 12>, OutType<I / 3 % 4>, InType<I % 3>>),
+     ...);
+  }
+  constexpr KindKernels() { Fill(std::make_index_sequence<36>()); }
 };
 
 }  // namespace HWY_NAMESPACE

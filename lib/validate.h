@@ -12,15 +12,21 @@ namespace simdnorm {
 namespace internal {
 
 struct Problem {
-  RowArgs args;  // strides resolved (never 0)
+  // Strides resolved (never 0), gamma_offset -0 for 0, quant_group in
+  // [1, cols] (cols when y_type is not I8) and scales_per_row =
+  // ceil(cols / quant_group).
+  RowArgs args;
   size_t rows;
   int kind, x_type, y_type, param_type;
 };
 
 size_t ElementSize(simdnorm_dtype t);
 
-// SIMDNORM_OK with *p filled (p->rows may be 0: nothing to do), or the
-// status naming the first problem found.
+// SIMDNORM_OK with *p filled (p->rows may be 0: nothing to do, and then
+// only p->rows is set), or the status naming the first problem found, in
+// this order: enums (I8 as x_type or param_type: UNSUPPORTED), y_scale and
+// quant_group against y_type, eps, gamma_offset, flags; then, when rows > 0,
+// NULL pointers, shapes and sizes, overlaps.
 simdnorm_status Validate(const simdnorm_desc* d, Problem* p);
 
 }  // namespace internal

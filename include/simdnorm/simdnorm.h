@@ -4,13 +4,14 @@
  * variance, eps inside the square root):
  *   LayerNorm: y = (x - mean) / sqrt(var + eps) * gamma + beta
  *   RMSNorm:   y = x / sqrt(mean(x^2) + eps) * gamma (+ beta when given)
- * NULL gamma means 1, NULL beta means 0. bf16 inputs widen exactly to float;
- * results are rounded once, to nearest-even, to y_type.
+ * NULL gamma means 1, NULL beta means 0. bf16 and f16 inputs widen exactly
+ * to float; results are rounded once, to nearest-even, to y_type.
  *
  * Aliasing: y may be exactly x (same pointer, same element size, same
- * stride): in place. Any other overlap of y's rows with x, gamma or beta is
- * rejected with SIMDNORM_OVERLAP. Overlap is judged on the byte ranges the
- * rows span (first byte of the first row to last byte of the last row).
+ * stride): in place; sum_out may be exactly x or exactly residual. Any other
+ * overlap of an output (y, sum_out, y_scale) with any operand is rejected
+ * with SIMDNORM_OVERLAP. Overlap is judged on the byte ranges the rows span
+ * (first byte of the first row to last byte of the last row).
  *
  * Errors: every call validates its descriptor first; on any status other
  * than SIMDNORM_OK nothing has been written.
@@ -34,16 +35,25 @@ extern "C" {
 
 typedef enum simdnorm_status {
   SIMDNORM_OK = 0,
-  SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum, bad eps */
+  SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum/eps/flags */
   SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow */
   SIMDNORM_OVERLAP = 3,    /* y overlaps x, gamma or beta (not in place) */
-  SIMDNORM_UNSUPPORTED = 4 /* unknown or unsupported ISA, dtype combo */
+  SIMDNORM_UNSUPPORTED = 4 /* unknown ISA; I8 other than as y_type */
 } simdnorm_status;
 
 typedef enum simdnorm_dtype {
   SIMDNORM_F32 = 0,
-  SIMDNORM_BF16 = 1
+  SIMDNORM_BF16 = 1,
+  SIMDNORM_F16 = 2, /* IEEE binary16 */
+  SIMDNORM_I8 = 3   /* y_type only: symmetric int8 with y_scale (below) */
 } simdnorm_dtype;
+
+/* simdnorm_desc.flags */
+enum {
+  /* Round xhat (the normalized value) to x_type before it is multiplied by
+   * the scale, as Hugging Face's LlamaRMSNorm does (`.to(input_dtype)`). */
+  SIMDNORM_ROUND_NORMALIZED = 1
+};
 
 typedef enum simdnorm_kind {
   SIMDNORM_LAYERNORM = 0,
@@ -67,6 +77,30 @@ typedef struct simdnorm_desc {
   simdnorm_dtype param_type;
   float eps;          /* >= 0 and finite */
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+
+  /* Fused residual add. Non-NULL residual (x_type, residual_stride elements
+   * apart, 0 = cols): h = x + residual, rounded once to x_type, is what gets
+   * normalized. Non-NULL sum_out (x_type, 0 = cols): h is stored there; it
+   * may be exactly residual or exactly x (same pointer and stride: in
+   * place), and is h = x when residual is NULL. vLLM's fused_add_rms_norm is
+   * residual = sum_out and y = x. */
+  const void* residual;
+  size_t residual_stride;
+  void* sum_out;
+  size_t sum_out_stride;
+  /* The scale is (gamma_offset + gamma), summed in fp32 (NULL gamma: 1).
+   * Gemma uses 1. Finite. */
+  float gamma_offset;
+  unsigned flags; /* SIMDNORM_ROUND_NORMALIZED, or 0 */
+  /* y_type SIMDNORM_I8: per group of quant_group elements of a row (0 = the
+   * whole row; the last group may be shorter), scale = max|y| / 127 over
+   * the group's fp32 results and q = round-half-even(y / scale) in
+   * [-127, 127]; a group of zeros has scale 0 and q = 0, and a group whose
+   * max|y| is not finite has scale max|y| (inf or NaN) and q = 0. y_scale
+   * holds rows * ceil(cols / group) floats, dense, row-major, and overlaps
+   * nothing else. NULL and 0 for other y types. */
+  float* y_scale;
+  size_t quant_group;
 } simdnorm_desc;
 
 /* Normalizes d->rows rows with the active ISA's kernels. */
