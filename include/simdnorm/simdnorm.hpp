@@ -2,11 +2,15 @@
 //
 //   simdnorm::Rows<const float> x(data, rows, cols);           // dense rows
 //   simdnorm::Rows<simdnorm::bf16> y(out, rows, cols, stride);  // strided
-//   simdnorm::Status s = simdnorm::layer_norm(x, y, gamma, beta, 1e-5f);
+//   simdnorm::Status s = simdnorm::layer_norm(x, y, gamma, beta, opt);
 //
-// Element types: float or simdnorm::bf16, chosen independently for x, y and
-// the parameters. The math, aliasing and threading rules are those of
-// simdnorm.h. Nothing here throws or allocates.
+// Element types: float, simdnorm::bf16 or simdnorm::f16, chosen
+// independently for x, y and the parameters; int8_t outputs go through
+// rms_norm_quant / layer_norm_quant. The fused residual add is add_rms_norm /
+// add_layer_norm, or fused_add_rms_norm in place (vLLM's op). Any other
+// combination of the C descriptor's fields: make_desc, set them, normalize.
+// The math, aliasing and threading rules are those of simdnorm.h. Nothing
+// here throws or allocates.
 #ifndef SIMDNORM_SIMDNORM_HPP_
 #define SIMDNORM_SIMDNORM_HPP_
 
@@ -33,7 +37,12 @@ enum class Kind : int {
   kRMSNorm = SIMDNORM_RMSNORM
 };
 
-enum class DType : int { kF32 = SIMDNORM_F32, kBF16 = SIMDNORM_BF16 };
+enum class DType : int {
+  kF32 = SIMDNORM_F32,
+  kBF16 = SIMDNORM_BF16,
+  kF16 = SIMDNORM_F16,
+  kI8 = SIMDNORM_I8  // outputs only
+};
 
 inline const char* to_string(Status s) {
   return simdnorm_status_string(static_cast<simdnorm_status>(s));
@@ -67,6 +76,62 @@ struct bf16 {
 };
 static_assert(sizeof(bf16) == 2, "bf16 must be 2 bytes");
 
+// IEEE binary16. Conversions from float round to nearest-even, with
+// subnormals kept and magnitudes from 65520 up going to infinity (NaN stays
+// NaN, quiet); to float they are exact.
+struct f16 {
+  uint16_t bits = 0;
+
+  static constexpr f16 from_bits(uint16_t b) {
+    f16 v;
+    v.bits = b;
+    return v;
+  }
+  static f16 from_float(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof(u));
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    const uint32_t a = u & 0x7FFFFFFFu;
+    uint32_t h;
+    if (a > 0x7F800000u) {  // NaN: quiet, the top payload bits kept
+      h = 0x7E00u | ((a >> 13) & 0x3FFu);
+    } else if (a >= 0x477FF000u) {  // >= 65520: infinity
+      h = 0x7C00u;
+    } else if (a >= 0x38800000u) {  // >= 2^-14: normal
+      // Rebias the exponent (127 -> 15) and round off 13 mantissa bits; a
+      // carry into the exponent is the right result.
+      h = (a - (112u << 23) + 0xFFFu + ((a >> 13) & 1u)) >> 13;
+    } else if (a >= 0x33000000u) {  // >= 2^-25: subnormal, multiples of 2^-24
+      const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
+      const uint32_t shift = 126u - (a >> 23);  // 14..24
+      const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+      h = m >> shift;
+      if (rest > half || (rest == half && (h & 1u))) ++h;
+    } else {
+      h = 0;
+    }
+    return from_bits(static_cast<uint16_t>(sign | h));
+  }
+  float to_float() const {
+    const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+    const uint32_t exp = (bits >> 10) & 0x1Fu, mant = bits & 0x3FFu;
+    uint32_t u;
+    if (exp == 0x1F) {
+      u = sign | 0x7F800000u | (mant << 13);
+    } else if (exp != 0) {
+      u = sign | ((exp + 112u) << 23) | (mant << 13);
+    } else {  // zero or subnormal: mant * 2^-24, exact in float
+      const float m = static_cast<float>(mant) * 0x1p-24f;
+      return sign ? -m : m;
+    }
+    float f;
+    std::memcpy(&f, &u, sizeof(f));
+    return f;
+  }
+  explicit operator float() const { return to_float(); }
+};
+static_assert(sizeof(f16) == 2, "f16 must be 2 bytes");
+
 namespace detail {
 template <class T>
 struct identity {
@@ -77,10 +142,20 @@ struct identity {
 template <class T>
 constexpr DType dtype_of() {
   using U = std::remove_cv_t<T>;
-  static_assert(std::is_same_v<U, float> || std::is_same_v<U, bf16>,
-                "simdnorm element types are float and simdnorm::bf16");
-  return std::is_same_v<U, float> ? DType::kF32 : DType::kBF16;
+  static_assert(std::is_same_v<U, float> || std::is_same_v<U, bf16> ||
+                    std::is_same_v<U, f16> || std::is_same_v<U, int8_t>,
+                "simdnorm element types are float, simdnorm::bf16, "
+                "simdnorm::f16 and (outputs only) int8_t");
+  if constexpr (std::is_same_v<U, float>) return DType::kF32;
+  if constexpr (std::is_same_v<U, bf16>) return DType::kBF16;
+  if constexpr (std::is_same_v<U, f16>) return DType::kF16;
+  return DType::kI8;
 }
+
+namespace detail {
+template <class T>
+inline constexpr bool kIsInt8 = std::is_same_v<std::remove_cv_t<T>, int8_t>;
+}  // namespace detail
 
 // A row-major view: `rows` rows of `cols` elements, `stride` elements apart
 // (0 = cols). T is `const E` for inputs and `E` for outputs.
@@ -104,7 +179,9 @@ struct Rows {
 // Optional settings of one call.
 struct Options {
   float eps = 1e-5f;
-  size_t max_threads = 0;  // 0 = arena default, 1 = calling thread only
+  size_t max_threads = 0;     // 0 = arena default, 1 = calling thread only
+  float gamma_offset = 0.0f;  // the scale is gamma_offset + gamma (Gemma: 1)
+  bool round_normalized = false;  // SIMDNORM_ROUND_NORMALIZED (HF's order)
 };
 
 // Fills a C descriptor from typed views; rows and cols are taken from x
@@ -114,6 +191,8 @@ simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
                         const typename detail::identity<P>::type* beta,
                         Options opt) {
   static_assert(!std::is_const_v<Y>, "the output view must be mutable");
+  static_assert(!detail::kIsInt8<X> && !detail::kIsInt8<P>,
+                "int8_t is an output type only");
   simdnorm_desc d{};
   d.kind = static_cast<simdnorm_kind>(kind);
   d.rows = x.rows;
@@ -129,6 +208,8 @@ simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
   d.param_type = static_cast<simdnorm_dtype>(dtype_of<P>());
   d.eps = opt.eps;
   d.max_threads = opt.max_threads;
+  d.gamma_offset = opt.gamma_offset;
+  d.flags = opt.round_normalized ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
   return d;
 }
 
@@ -146,22 +227,119 @@ template <class X, class Y>
 inline bool same_shape(const Rows<const X>& x, const Rows<Y>& y) {
   return x.rows == y.rows && x.cols == y.cols;
 }
+
+// T, in a context that does not take part in template deduction (so that a
+// mutable view converts to a read-only one there).
+template <class T>
+using nodeduce = typename identity<T>::type;
+
+template <class X, class Y, class P>
+Status norm(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
+            const P* beta, Options opt) {
+  static_assert(!kIsInt8<Y>,
+                "int8_t output: use rms_norm_quant or "
+                "layer_norm_quant, which take the scales");
+  if (!same_shape(x, y)) return Status::kInvalidShape;
+  return normalize(make_desc(kind, x, y, gamma, beta, opt));
+}
+
+template <class X, class Y, class P>
+Status add_norm(Kind kind, Rows<const X> x, Rows<const X> residual, Rows<Y> y,
+                Rows<X> sum_out, const P* gamma, const P* beta, Options opt) {
+  if (!same_shape(x, residual) || !same_shape(x, y) ||
+      (sum_out.data != nullptr && !same_shape(x, sum_out))) {
+    return Status::kInvalidShape;
+  }
+  simdnorm_desc d = make_desc(kind, x, y, gamma, beta, opt);
+  d.residual = residual.data;
+  d.residual_stride = residual.stride;
+  d.sum_out = sum_out.data;
+  d.sum_out_stride = sum_out.stride;
+  return normalize(d);
+}
+
+template <class X, class P>
+Status norm_quant(Kind kind, Rows<const X> x, Rows<int8_t> q, float* scales,
+                  size_t group, const P* gamma, const P* beta, Options opt) {
+  if (!same_shape(x, q)) return Status::kInvalidShape;
+  simdnorm_desc d = make_desc(kind, x, q, gamma, beta, opt);
+  d.y_scale = scales;
+  d.quant_group = group;
+  return normalize(d);
+}
 }  // namespace detail
 
 template <class X, class Y, class P = float>
 Status layer_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
-                  const typename detail::identity<P>::type* beta = nullptr,
-                  Options opt = {}) {
-  if (!detail::same_shape(x, y)) return Status::kInvalidShape;
-  return normalize(make_desc(Kind::kLayerNorm, x, y, gamma, beta, opt));
+                  const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  return detail::norm(Kind::kLayerNorm, x, y, gamma, beta, opt);
 }
 
 template <class X, class Y, class P = float>
 Status rms_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
-                const typename detail::identity<P>::type* beta = nullptr,
-                Options opt = {}) {
-  if (!detail::same_shape(x, y)) return Status::kInvalidShape;
-  return normalize(make_desc(Kind::kRMSNorm, x, y, gamma, beta, opt));
+                const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  return detail::norm(Kind::kRMSNorm, x, y, gamma, beta, opt);
+}
+
+// Fused residual add: h = x + residual, rounded once to X, is stored in
+// sum_out (unless sum_out.data is null; it may be exactly x or exactly
+// residual) and normalized into y. residual, y and sum_out have x's shape.
+template <class X, class Y, class P = float>
+Status add_layer_norm(Rows<const X> x, Rows<const detail::nodeduce<X>> residual,
+                      Rows<Y> y, Rows<detail::nodeduce<X>> sum_out,
+                      const P* gamma = nullptr,
+                      const detail::nodeduce<P>* beta = nullptr,
+                      Options opt = {}) {
+  return detail::add_norm(Kind::kLayerNorm, x, residual, y, sum_out, gamma,
+                          beta, opt);
+}
+
+template <class X, class Y, class P = float>
+Status add_rms_norm(Rows<const X> x, Rows<const detail::nodeduce<X>> residual,
+                    Rows<Y> y, Rows<detail::nodeduce<X>> sum_out,
+                    const P* gamma = nullptr,
+                    const detail::nodeduce<P>* beta = nullptr,
+                    Options opt = {}) {
+  return detail::add_norm(Kind::kRMSNorm, x, residual, y, sum_out, gamma, beta,
+                          opt);
+}
+
+// vLLM's fused_add_rms_norm, both in place: residual becomes x + residual
+// (rounded to X), x becomes the RMSNorm of that. Same shapes.
+template <class X, class P = float>
+Status fused_add_rms_norm(Rows<X> x, Rows<detail::nodeduce<X>> residual,
+                          const P* gamma = nullptr, Options opt = {}) {
+  static_assert(!std::is_const_v<X>, "both views are updated in place");
+  return detail::add_norm(Kind::kRMSNorm, Rows<const X>(x),
+                          Rows<const X>(residual), x, residual, gamma,
+                          static_cast<const P*>(nullptr), opt);
+}
+
+// Floats of scales per row for int8 output in groups of `group` elements (0
+// = the whole row): ceil(cols / group). cols > 0.
+constexpr size_t quant_scales_per_row(size_t cols, size_t group) {
+  return group == 0 || group >= cols ? 1 : (cols - 1) / group + 1;
+}
+
+// Normalization quantized to symmetric int8 per group of `group` elements of
+// a row (0 = the whole row): scale = max|y| / 127, q = round(y / scale).
+// `scales` holds rows * quant_scales_per_row(cols, group) floats, dense.
+template <class X, class P = float>
+Status layer_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
+                        size_t group, const P* gamma = nullptr,
+                        const detail::nodeduce<P>* beta = nullptr,
+                        Options opt = {}) {
+  return detail::norm_quant(Kind::kLayerNorm, x, q, scales, group, gamma, beta,
+                            opt);
+}
+
+template <class X, class P = float>
+Status rms_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
+                      size_t group, const P* gamma = nullptr,
+                      const detail::nodeduce<P>* beta = nullptr,
+                      Options opt = {}) {
+  return detail::norm_quant(Kind::kRMSNorm, x, q, scales, group, gamma, beta,
+                            opt);
 }
 
 // ISA control: see simdnorm.h.
