@@ -175,11 +175,17 @@ TEST_P(StatusTest, BadEps) {
 
 TEST_P(StatusTest, UnknownEnums) {
   for (int bad : {2, 7, -1}) {
-    const std::string v = std::to_string(bad);
     simdnorm_desc d = Base();
     SetRaw(&d.kind, bad);
-    Expect(d, SIMDNORM_INVALID_ARGUMENT, ("kind " + v).c_str());
-    d = Base();
+    Expect(d, SIMDNORM_INVALID_ARGUMENT,
+           ("kind " + std::to_string(bad)).c_str());
+    d.rows = 0;
+    Expect(d, SIMDNORM_INVALID_ARGUMENT,
+           ("kind " + std::to_string(bad) + ", rows 0").c_str());
+  }
+  for (int bad : {4, 7, -1}) {  // 0..3 are F32, BF16, F16, I8
+    const std::string v = std::to_string(bad);
+    simdnorm_desc d = Base();
     SetRaw(&d.x_type, bad);
     Expect(d, SIMDNORM_INVALID_ARGUMENT, ("x_type " + v).c_str());
     d = Base();
@@ -191,7 +197,378 @@ TEST_P(StatusTest, UnknownEnums) {
     d.gamma = nullptr;
     Expect(d, SIMDNORM_INVALID_ARGUMENT,
            ("param_type " + v + ", beta only").c_str());
+    d.beta = nullptr;
+    Expect(d, SIMDNORM_INVALID_ARGUMENT,
+           ("param_type " + v + ", no parameters").c_str());
+    d = Base();
+    d.rows = 0;
+    SetRaw(&d.y_type, bad);
+    Expect(d, SIMDNORM_INVALID_ARGUMENT, ("y_type " + v + ", rows 0").c_str());
   }
+}
+
+// ------------------------------------------- issue #7 fields: validation
+
+// Free arena regions for the new operands (float indices): residual at 192,
+// sum_out at 320, y_scale at 400 (x [32, 64), y [128, 160), gamma
+// [256, 264), beta [288, 296)).
+constexpr size_t kResidual = 192, kSumOut = 320, kScales = 400;
+
+TEST_P(StatusTest, NewDTypesAreValid) {
+  for (simdnorm_dtype t : {SIMDNORM_F16, SIMDNORM_BF16, SIMDNORM_F32}) {
+    simdnorm_desc d = Base();
+    d.x_type = t;
+    d.y_type = t;
+    d.param_type = t;
+    ExpectOk(d, "x, y and parameters of one type");
+  }
+  simdnorm_desc d = Base();
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = F(kScales);
+  ExpectOk(d, "I8 y with scales");
+  d.quant_group = 3;
+  ExpectOk(d, "I8 y, groups of 3");
+  d.quant_group = 100;
+  ExpectOk(d, "I8 y, group longer than the row");
+}
+
+TEST_P(StatusTest, I8OnlyAsOutput) {
+  simdnorm_desc d = Base();
+  d.x_type = SIMDNORM_I8;
+  Expect(d, SIMDNORM_UNSUPPORTED, "x_type I8");
+  d.rows = 0;
+  Expect(d, SIMDNORM_UNSUPPORTED, "x_type I8, rows 0");
+  d = Base();
+  d.param_type = SIMDNORM_I8;
+  Expect(d, SIMDNORM_UNSUPPORTED, "param_type I8");
+  d.gamma = nullptr;
+  d.beta = nullptr;
+  Expect(d, SIMDNORM_UNSUPPORTED, "param_type I8, no parameters");
+  d = Base();
+  d.x_type = SIMDNORM_I8;
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = F(kScales);
+  Expect(d, SIMDNORM_UNSUPPORTED, "x_type and y_type I8");
+  // An unknown value is reported first (INVALID_ARGUMENT).
+  d = Base();
+  d.x_type = SIMDNORM_I8;
+  SetRaw(&d.y_type, 9);
+  Expect(d, SIMDNORM_INVALID_ARGUMENT, "x_type I8, y_type 9");
+}
+
+TEST_P(StatusTest, ScalesGoWithI8Output) {
+  simdnorm_desc d = Base();
+  d.y_type = SIMDNORM_I8;
+  Expect(d, SIMDNORM_INVALID_ARGUMENT, "I8 y, y_scale NULL");
+  d.quant_group = 4;
+  Expect(d, SIMDNORM_INVALID_ARGUMENT, "I8 y, y_scale NULL, group 4");
+  d.rows = 0;  // like x and y, a NULL pointer is fine with no rows
+  Expect(d, SIMDNORM_OK, "I8 y, y_scale NULL, rows 0");
+
+  for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+    const std::string name = t == SIMDNORM_F32    ? "F32"
+                             : t == SIMDNORM_BF16 ? "BF16"
+                                                  : "F16";
+    for (size_t rows : {4u, 0u}) {
+      const std::string what = name + " y, rows " + std::to_string(rows);
+      d = Base();
+      d.rows = rows;
+      d.y_type = t;
+      d.y_scale = F(kScales);
+      Expect(d, SIMDNORM_INVALID_ARGUMENT, (what + ", y_scale set").c_str());
+      d.quant_group = 8;
+      Expect(d, SIMDNORM_INVALID_ARGUMENT,
+             (what + ", y_scale and quant_group set").c_str());
+      d.y_scale = nullptr;
+      Expect(d, SIMDNORM_INVALID_ARGUMENT, (what + ", quant_group 8").c_str());
+      d.quant_group = 1;
+      Expect(d, SIMDNORM_INVALID_ARGUMENT, (what + ", quant_group 1").c_str());
+    }
+  }
+}
+
+TEST_P(StatusTest, BadGammaOffset) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float off : {inf, -inf, nan, -nan}) {
+    for (size_t rows : {4u, 0u}) {
+      simdnorm_desc d = Base();
+      d.rows = rows;
+      d.gamma_offset = off;
+      const std::string what =
+          "gamma_offset " + Num(off) + ", rows " + std::to_string(rows);
+      Expect(d, SIMDNORM_INVALID_ARGUMENT, what.c_str());
+      d.gamma = nullptr;
+      Expect(d, SIMDNORM_INVALID_ARGUMENT, (what + ", no gamma").c_str());
+    }
+  }
+  for (float off : {1.0f, -0.0f, -1.0f, FLT_MAX, -FLT_MAX, FLT_TRUE_MIN}) {
+    simdnorm_desc d = Base();
+    d.gamma_offset = off;
+    ExpectOk(d, ("gamma_offset " + Num(off)).c_str());
+  }
+}
+
+TEST_P(StatusTest, UnknownFlags) {
+  for (unsigned flags : {2u, 3u, 4u, 0x100u, 0x80000000u, ~0u}) {
+    for (size_t rows : {4u, 0u}) {
+      simdnorm_desc d = Base();
+      d.rows = rows;
+      d.flags = flags;
+      Expect(d, SIMDNORM_INVALID_ARGUMENT,
+             ("flags " + Hex(flags, 8) + ", rows " + std::to_string(rows))
+                 .c_str());
+    }
+  }
+  simdnorm_desc d = Base();
+  d.flags = SIMDNORM_ROUND_NORMALIZED;
+  ExpectOk(d, "SIMDNORM_ROUND_NORMALIZED");
+}
+
+TEST_P(StatusTest, ResidualAndSumOutStrides) {
+  for (int which = 0; which < 2; ++which) {
+    const std::string name = which == 0 ? "residual" : "sum_out";
+    auto with = [&](size_t stride) {
+      simdnorm_desc d = Base();
+      if (which == 0) {
+        d.residual = F(kResidual);
+        d.residual_stride = stride;
+      } else {
+        d.sum_out = F(kSumOut);
+        d.sum_out_stride = stride;
+      }
+      return d;
+    };
+    Expect(with(7), SIMDNORM_INVALID_SHAPE, (name + "_stride 7 < 8").c_str());
+    Expect(with(1), SIMDNORM_INVALID_SHAPE, (name + "_stride 1 < 8").c_str());
+    ExpectOk(with(0), (name + "_stride 0 (= cols)").c_str());
+    ExpectOk(with(8), (name + "_stride 8").c_str());
+    ExpectOk(with(9), (name + "_stride 9").c_str());
+    simdnorm_desc d = with(7);
+    d.rows = 0;
+    Expect(d, SIMDNORM_OK, (name + "_stride 7, rows 0").c_str());
+    d = with(SIZE_MAX / 2);  // f32: the bytes of 2 rows overflow
+    d.rows = 2;
+    Expect(d, SIMDNORM_INVALID_SHAPE,
+           (name + "_stride SIZE_MAX/2, rows 2").c_str());
+    // Strides of absent operands are ignored.
+    d = Base();
+    (which == 0 ? d.residual_stride : d.sum_out_stride) = 3;
+    ExpectOk(d, (name + " NULL, its stride 3").c_str());
+  }
+}
+
+TEST_P(StatusTest, ScaleSizeOverflow) {
+  // x f16 and y i8 fit, the 4-byte scales of rows * 8 groups do not:
+  // 2^59 + 1 rows of 8 f16 are 2^63 + 16 bytes, the scales 2^64 + 32.
+  simdnorm_desc d = Base();
+  d.rows = (size_t{1} << 59) + 1;
+  d.x_type = SIMDNORM_F16;
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = F(kScales);
+  d.quant_group = 1;
+  Expect(d, SIMDNORM_INVALID_SHAPE, "rows 2^59+1, 8 scales per row");
+}
+
+TEST_P(StatusTest, SumOutAliasesOnlyExactly) {
+  simdnorm_desc d = Base();
+  d.residual = F(kResidual);
+  d.sum_out = F(kResidual);
+  ExpectOk(d, "sum_out == residual");
+  d.sum_out_stride = 8;
+  ExpectOk(d, "sum_out == residual, strides 0 and 8 (= cols)");
+  d.y = const_cast<void*>(d.x);
+  ExpectOk(d, "vLLM: sum_out == residual and y == x");
+  d = Base();
+  d.residual = F(kResidual);
+  d.sum_out = const_cast<void*>(d.x);
+  ExpectOk(d, "sum_out == x");
+  d.residual = nullptr;
+  ExpectOk(d, "sum_out == x, no residual");
+  d.residual = d.x;
+  ExpectOk(d, "sum_out == residual == x");
+
+  d = Base();
+  d.residual = F(kResidual);
+  d.residual_stride = 8;
+  d.sum_out = F(kResidual);
+  d.sum_out_stride = 9;
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == residual, strides 8 and 9");
+  d.sum_out = F(kResidual + 1);
+  d.sum_out_stride = 8;
+  Expect(d, SIMDNORM_OVERLAP, "sum_out = residual + 1");
+  d.sum_out = F(kResidual - 31);
+  Expect(d, SIMDNORM_OVERLAP, "sum_out ends on residual's first element");
+  d.sum_out = F(kResidual - 32);
+  ExpectOk(d, "sum_out right before residual");
+
+  d = Base();
+  d.sum_out = const_cast<void*>(d.x);
+  d.sum_out_stride = 10;
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == x, strides 8 and 10");
+  d.sum_out = F(33);
+  d.sum_out_stride = 0;
+  Expect(d, SIMDNORM_OVERLAP, "sum_out = x + 1");
+  d.sum_out = F(64);
+  ExpectOk(d, "sum_out right after x");
+  // Exactly x, but the residual overlaps x partly: sum_out overlaps it.
+  d.sum_out = const_cast<void*>(d.x);
+  d.residual = F(36);
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == x, residual = x + 4");
+  d.residual = F(64);
+  ExpectOk(d, "sum_out == x, residual right after x");
+}
+
+TEST_P(StatusTest, SumOutOverlapsOtherBuffers) {
+  const struct {
+    size_t at;
+    const char* what;
+  } cases[] = {{128, "sum_out == y"},
+               {140, "sum_out inside y"},
+               {97, "sum_out ends in y"},
+               {256, "sum_out == gamma"},
+               {260, "sum_out over gamma's end"},
+               {288, "sum_out == beta"}};
+  for (const auto& c : cases) {
+    simdnorm_desc d = Base();
+    d.residual = F(kResidual);
+    d.sum_out = F(c.at);
+    Expect(d, SIMDNORM_OVERLAP, c.what);
+    d.residual = nullptr;
+    Expect(d, SIMDNORM_OVERLAP,
+           (std::string(c.what) + ", no residual").c_str());
+  }
+  simdnorm_desc d = Base();
+  d.residual = F(kResidual);
+  d.sum_out = F(kSumOut);
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = F(kSumOut + 31);
+  Expect(d, SIMDNORM_OVERLAP, "y_scale starts on sum_out's last element");
+  d.y_scale = F(kSumOut + 32);
+  ExpectOk(d, "y_scale right after sum_out");
+  // y in place on x and sum_out == x: sum_out and y are the same bytes.
+  d = Base();
+  d.y = const_cast<void*>(d.x);
+  d.sum_out = const_cast<void*>(d.x);
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == y == x");
+  d.residual = F(kResidual);
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == y == x, with residual");
+  d = Base();
+  d.residual = F(kResidual);
+  d.sum_out = F(kResidual);
+  d.y = F(kResidual);
+  Expect(d, SIMDNORM_OVERLAP, "sum_out == residual == y");
+}
+
+TEST_P(StatusTest, YOverlapsResidual) {
+  simdnorm_desc d = Base();  // y spans floats [128, 160)
+  d.residual = F(128);
+  Expect(d, SIMDNORM_OVERLAP, "residual == y");
+  d.residual = F(150);
+  Expect(d, SIMDNORM_OVERLAP, "residual starts inside y");
+  d.residual = F(97);
+  Expect(d, SIMDNORM_OVERLAP, "residual ends on y's first element");
+  d.residual = F(96);
+  ExpectOk(d, "residual right before y");
+  d.residual = F(160);
+  ExpectOk(d, "residual right after y");
+  d.residual = d.x;
+  ExpectOk(d, "residual == x (inputs may overlap)");
+  d.residual = F(256);
+  ExpectOk(d, "residual == gamma (inputs may overlap)");
+  d = Base();
+  d.y = const_cast<void*>(d.x);
+  d.residual = d.x;
+  Expect(d, SIMDNORM_OVERLAP, "y == x in place, residual == x");
+}
+
+TEST_P(StatusTest, ScalesOverlapNothing) {
+  // I8 y at float 128 spans 32 bytes = floats [128, 136); 4 rows of one
+  // scale each span 4 floats.
+  auto with = [&](size_t at) {
+    simdnorm_desc d = Base();
+    d.y_type = SIMDNORM_I8;
+    d.y_scale = F(at);
+    d.residual = F(kResidual);
+    d.sum_out = F(kSumOut);
+    return d;
+  };
+  const struct {
+    size_t at;
+    const char* what;
+  } bad[] = {{32, "y_scale == x"},
+             {60, "y_scale over x's end"},
+             {125, "y_scale ends in y"},
+             {128, "y_scale == y"},
+             {135, "y_scale on y's end"},
+             {kResidual, "y_scale == residual"},
+             {kSumOut + 2, "y_scale inside sum_out"},
+             {256, "y_scale == gamma"},
+             {292, "y_scale inside beta"}};
+  for (const auto& c : bad) Expect(with(c.at), SIMDNORM_OVERLAP, c.what);
+  ExpectOk(with(136), "y_scale right after y");
+  ExpectOk(with(124), "y_scale right before y");
+  // Groups of 3 in a row of 8: 3 scales a row, 12 floats.
+  simdnorm_desc d = with(117);
+  d.quant_group = 3;
+  Expect(d, SIMDNORM_OVERLAP, "12 scales from 117 end in y");
+  d.y_scale = F(116);
+  ExpectOk(d, "12 scales from 116 end right before y");
+  d.y_scale = F(124);
+  d.quant_group = 8;
+  ExpectOk(d, "4 scales from 124 end right before y");
+}
+
+// A valid call with every new operand writes y, sum_out and the scales, and
+// nothing else.
+TEST_P(StatusTest, NewOutputsWriteOnlyTheirBytes) {
+  simdnorm_desc d = Base();
+  d.kind = SIMDNORM_RMSNORM;
+  d.residual = F(kResidual);
+  d.sum_out = F(kSumOut);
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = F(kScales);
+  d.quant_group = 3;  // 3 scales a row: 12 floats
+  d.gamma_offset = 1.0f;
+  d.flags = SIMDNORM_ROUND_NORMALIZED;
+  for (size_t i = 0; i < 32; ++i) *F(kResidual + i) = 0.125f * (i % 5);
+  const std::vector<float> before = arena_;
+  ASSERT_EQ(Call(GetParam(), d), SIMDNORM_OK);
+  auto changed = [&](size_t begin, size_t floats) {
+    return std::memcmp(before.data() + begin, arena_.data() + begin,
+                       floats * 4) != 0;
+  };
+  EXPECT_TRUE(changed(128, 8)) << "y (32 bytes)";
+  EXPECT_TRUE(changed(kSumOut, 32)) << "sum_out";
+  EXPECT_TRUE(changed(kScales, 12)) << "y_scale";
+  std::vector<float> masked = arena_;
+  std::memcpy(masked.data() + 128, before.data() + 128, 8 * 4);
+  std::memcpy(masked.data() + kSumOut, before.data() + kSumOut, 32 * 4);
+  std::memcpy(masked.data() + kScales, before.data() + kScales, 12 * 4);
+  EXPECT_EQ(std::memcmp(masked.data(), before.data(), kArena * 4), 0)
+      << "wrote outside y, sum_out and y_scale";
+}
+
+TEST_P(StatusTest, ChecksBeforeRowsZeroThenPointersShapesOverlaps) {
+  // Field checks come first, whatever else is wrong.
+  simdnorm_desc d = Base();
+  d.x = nullptr;
+  d.cols = 0;
+  d.y = F(256);
+  d.gamma = F(256);
+  d.flags = 2;
+  Expect(d, SIMDNORM_INVALID_ARGUMENT, "bad flags, bad everything");
+  // NULL pointers before shapes, shapes before overlaps.
+  d = Base();
+  d.y_type = SIMDNORM_I8;
+  d.residual = F(kResidual);
+  d.residual_stride = 3;
+  d.sum_out = F(128);
+  Expect(d, SIMDNORM_INVALID_ARGUMENT, "y_scale NULL, bad stride, overlap");
+  d.y_scale = F(kScales);
+  Expect(d, SIMDNORM_INVALID_SHAPE, "bad residual stride, overlap");
+  d.residual_stride = 0;
+  Expect(d, SIMDNORM_OVERLAP, "sum_out overlaps y");
 }
 
 TEST_P(StatusTest, BadShapes) {

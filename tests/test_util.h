@@ -1,6 +1,7 @@
 // Shared helpers of the simdnorm test suite: deterministic data, guarded
-// buffers, bf16 helpers, the checkers against the float64 reference and the
-// per-ISA test fixture.
+// buffers of every dtype (F32, BF16, F16, I8), bf16 and f16 helpers, the
+// checkers against the float64 reference, the runner of one call (Case,
+// Call, RunCaseOn) and the per-ISA test fixture.
 #ifndef SIMDNORM_TESTS_TEST_UTIL_H_
 #define SIMDNORM_TESTS_TEST_UTIL_H_
 
@@ -34,9 +35,25 @@ inline const char* KindName(simdnorm_kind k) {
   return k == SIMDNORM_LAYERNORM ? "LayerNorm" : "RMSNorm";
 }
 inline const char* DTypeName(simdnorm_dtype t) {
-  return t == SIMDNORM_F32 ? "F32" : "BF16";
+  switch (t) {
+    case SIMDNORM_F32:
+      return "F32";
+    case SIMDNORM_BF16:
+      return "BF16";
+    case SIMDNORM_F16:
+      return "F16";
+    case SIMDNORM_I8:
+      return "I8";
+  }
+  return "?";
 }
-inline size_t ElemSize(simdnorm_dtype t) { return t == SIMDNORM_BF16 ? 2 : 4; }
+inline size_t ElemSize(simdnorm_dtype t) {
+  return t == SIMDNORM_F32 ? 4 : t == SIMDNORM_I8 ? 1 : 2;
+}
+// BF16 or F16: the two 16-bit float types.
+inline bool Is16(simdnorm_dtype t) {
+  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
+}
 
 struct DTypes {
   simdnorm_dtype x, y, param;
@@ -49,6 +66,22 @@ inline std::vector<DTypes> AllDTypes() {
     for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16}) {
       for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16}) {
         v.push_back({x, y, p});
+      }
+    }
+  }
+  return v;
+}
+
+// The 19 combinations of (x_type, y_type, param_type) over F32, BF16 and F16
+// that involve F16 (the other 8 are AllDTypes()).
+inline std::vector<DTypes> F16DTypes() {
+  std::vector<DTypes> v;
+  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+      for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+        if (x == SIMDNORM_F16 || y == SIMDNORM_F16 || p == SIMDNORM_F16) {
+          v.push_back({x, y, p});
+        }
       }
     }
   }
@@ -72,12 +105,7 @@ inline const std::vector<size_t>& AllCols() {
   return cols;
 }
 
-// ---------------------------------------------------------------- bf16
-
-inline float Bf16ToFloat(uint16_t b) { return bf16::from_bits(b).to_float(); }
-inline uint16_t Bf16Bits(float f) { return bf16::from_float(f).bits; }
-inline bool Bf16IsNaN(uint16_t b) { return (b & 0x7FFFu) > 0x7F80u; }
-inline bool Bf16IsFinite(uint16_t b) { return (b & 0x7F80u) != 0x7F80u; }
+// ---------------------------------------------------------------- bf16, f16
 
 inline uint32_t FloatBits(float f) {
   uint32_t u;
@@ -90,41 +118,126 @@ inline float FloatFromBits(uint32_t u) {
   return f;
 }
 
-// Position of a bf16 on the number line as an integer (+0 and -0 both 0), so
-// that neighbours differ by 1 and ulp distances are differences.
-inline int32_t Bf16Ordered(uint16_t b) {
+// The two 16-bit float formats. Both are sign-magnitude with the biased
+// exponent above the stored mantissa bits, like IEEE binary32, so one set of
+// functions serves both:
+//  - bf16: the top half of a binary32; 8 significant bits, normal
+//    exponents -126..127, subnormals below 2^-126.
+//  - f16: IEEE binary16; 11 significant bits, normal exponents -14..15,
+//    subnormals below 2^-14, largest finite 65504.
+enum class Half { kBf16, kF16 };
+
+struct HalfFormat {
+  const char* name;
+  int digits;      // significant bits, the implicit leading one included
+  int emin, emax;  // exponents of the smallest and largest normal binades
+  uint16_t inf;    // bits of +infinity (= the exponent field's mask)
+  uint16_t qnan;   // the default quiet NaN
+};
+
+inline const HalfFormat& FormatOf(Half h) {
+  static const HalfFormat kBf16{"bf16", 8, -126, 127, 0x7F80u, 0x7FC0u};
+  static const HalfFormat kF16{"f16", 11, -14, 15, 0x7C00u, 0x7E00u};
+  return h == Half::kBf16 ? kBf16 : kF16;
+}
+inline Half HalfOf(simdnorm_dtype t) {
+  return t == SIMDNORM_F16 ? Half::kF16 : Half::kBf16;
+}
+
+inline bool HalfIsNaN(Half h, uint16_t b) {
+  return (b & 0x7FFFu) > FormatOf(h).inf;
+}
+inline bool HalfIsFinite(Half h, uint16_t b) {
+  const uint16_t inf = FormatOf(h).inf;
+  return (b & inf) != inf;
+}
+
+// The value of a 16-bit float, exactly (both formats widen exactly to
+// float, and to double).
+inline double HalfToDouble(Half h, uint16_t b) {
+  const HalfFormat& f = FormatOf(h);
+  const int mbits = f.digits - 1;
+  const uint16_t mag = b & 0x7FFFu;
+  const double sign = (b & 0x8000u) ? -1.0 : 1.0;
+  if (mag > f.inf) return std::nan("");
+  if (mag == f.inf) return sign * HUGE_VAL;
+  const int field = mag >> mbits;  // biased exponent; bias = 1 - emin
+  const int m = mag & ((1 << mbits) - 1);
+  if (field == 0) return sign * std::ldexp(m, f.emin - mbits);  // subnormal
+  return sign * std::ldexp(m + (1 << mbits), field - 1 + f.emin - mbits);
+}
+
+// Rounds a double to the format ONCE (nearest, ties to even), without going
+// through float (double -> float -> 16 bits would round twice). Overflow
+// gives infinity, subnormals are kept, NaN gives the default quiet NaN.
+inline uint16_t RoundToHalf(Half h, double d) {
+  const HalfFormat& f = FormatOf(h);
+  const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
+  if (std::isnan(d)) return static_cast<uint16_t>(sign | f.qnan);
+  const double a = std::fabs(d);
+  if (a == 0.0) return sign;
+  // Halfway from the largest finite value (2 - 2^(1-digits)) 2^emax to
+  // 2^(emax+1) rounds to even, which is infinity.
+  const double overflow =
+      std::ldexp(std::ldexp(1.0, f.digits + 1) - 1.0, f.emax - f.digits);
+  if (a >= overflow) return static_cast<uint16_t>(sign | f.inf);
+  int e2;
+  std::frexp(a, &e2);                  // a = m * 2^e2, m in [0.5, 1)
+  int e = std::max(e2 - 1, f.emin);    // exponent of the binade
+  const int q = e - (f.digits - 1);    // exponent of its ulp
+  const double r = std::ldexp(a, -q);  // exact: a power-of-two scaling
+  double n = std::floor(r);
+  const double frac = r - n;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(n, 2.0) != 0.0)) n += 1.0;
+  const double implicit = std::ldexp(1.0, f.digits - 1);
+  if (n < implicit) {  // subnormal (or zero): exponent field 0
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(n));
+  }
+  if (n == 2.0 * implicit) {  // rounded up into the next binade
+    n = implicit;
+    ++e;
+  }
+  const unsigned field = static_cast<unsigned>(e - f.emin + 1);
+  return static_cast<uint16_t>(sign | (field << (f.digits - 1)) |
+                               static_cast<uint16_t>(n - implicit));
+}
+
+// Position of a 16-bit float on the number line as an integer (+0 and -0
+// both 0), so that neighbours differ by 1 and ulp distances are differences.
+// The same for both formats.
+inline int32_t HalfOrdered(uint16_t b) {
   const int32_t mag = static_cast<int32_t>(b & 0x7FFFu);
   return (b & 0x8000u) ? -mag : mag;
 }
-inline int32_t Bf16UlpDistance(uint16_t a, uint16_t b) {
-  return std::abs(Bf16Ordered(a) - Bf16Ordered(b));
+// The inverse of HalfOrdered (0 gives +0).
+inline uint16_t HalfFromOrdered(int32_t o) {
+  return static_cast<uint16_t>(o >= 0 ? o : (0x8000 | -o));
 }
 
+// bf16
+inline float Bf16ToFloat(uint16_t b) { return bf16::from_bits(b).to_float(); }
+inline uint16_t Bf16Bits(float f) { return bf16::from_float(f).bits; }
+inline bool Bf16IsNaN(uint16_t b) { return HalfIsNaN(Half::kBf16, b); }
+inline bool Bf16IsFinite(uint16_t b) { return HalfIsFinite(Half::kBf16, b); }
+inline int32_t Bf16Ordered(uint16_t b) { return HalfOrdered(b); }
+inline int32_t Bf16UlpDistance(uint16_t a, uint16_t b) {
+  return std::abs(HalfOrdered(a) - HalfOrdered(b));
+}
 // What a truncating conversion (Highway's DemoteTo) produces.
 inline uint16_t Bf16Truncate(float f) {
   return static_cast<uint16_t>(FloatBits(f) >> 16);
 }
+inline uint16_t RoundToBf16(double d) { return RoundToHalf(Half::kBf16, d); }
 
-// Rounds a double to bf16 ONCE (nearest, ties to even), without going
-// through float (double -> float -> bf16 would round twice).
-inline uint16_t RoundToBf16(double d) {
-  const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
-  if (std::isnan(d)) return static_cast<uint16_t>(sign | 0x7FC0u);
-  const double a = std::fabs(d);
-  if (a == 0.0) return sign;
-  // Largest bf16 is 0x1.FEp127; halfway to 2^128 rounds to even = infinity.
-  if (a >= std::ldexp(511.0, 119)) return static_cast<uint16_t>(sign | 0x7F80u);
-  int e2;
-  std::frexp(a, &e2);                    // a = m * 2^e2, m in [0.5, 1)
-  const int e = std::max(e2 - 1, -126);  // exponent of the bf16 binade
-  const int q = e - 7;                   // 7 stored mantissa bits
-  const double r = std::ldexp(a, -q);    // exact: a power-of-two scaling
-  double n = std::floor(r);
-  const double frac = r - n;
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(n, 2.0) != 0.0)) n += 1.0;
-  const float v = static_cast<float>(std::ldexp(n, q));  // exact
-  return static_cast<uint16_t>(sign | (FloatBits(v) >> 16));
+// f16 (IEEE binary16)
+inline float F16ToFloat(uint16_t b) {
+  return static_cast<float>(HalfToDouble(Half::kF16, b));  // exact
 }
+inline uint16_t RoundToF16(double d) { return RoundToHalf(Half::kF16, d); }
+// float -> f16, nearest-even (float -> double is exact: one rounding).
+inline uint16_t F16Bits(float f) { return RoundToF16(f); }
+inline bool F16IsNaN(uint16_t b) { return HalfIsNaN(Half::kF16, b); }
+inline bool F16IsFinite(uint16_t b) { return HalfIsFinite(Half::kF16, b); }
 
 // ---------------------------------------------------------------- random
 
@@ -172,6 +285,7 @@ enum class Family {
   kTiny,       // 1e-25 * N(0, 1)
   kConstant,   // every row constant (3, -7.25, 1e4, 0.1, 0, ...)
   kSubnormal,  // 1e-40 * N(0, 1): subnormal floats
+  kLlm,        // LLM hidden state: per-channel scales, massive channels
 };
 
 inline const char* FamilyName(Family f) {
@@ -192,6 +306,8 @@ inline const char* FamilyName(Family f) {
       return "constant rows";
     case Family::kSubnormal:
       return "1e-40*N(0,1) (subnormal)";
+    case Family::kLlm:
+      return "LLM-like (channel scales, massive channels)";
   }
   return "?";
 }
@@ -207,6 +323,19 @@ inline std::vector<float> MakeRows(Family f, size_t rows, size_t cols,
                                      0.0f, 1e-3f,  -2e5f, 1.0f};
   Rng rng(seed);
   std::vector<float> v(rows * cols);
+  // kLlm: a fixed scale per channel (log-normal, 0.1x to 10x) and every
+  // 509th channel (from 3) massive, a few hundred to a few thousand, with a
+  // fixed sign, as in the hidden states of large transformers. Values stay
+  // well inside the f16 range, also when two of them are added.
+  std::vector<double> channel;
+  if (f == Family::kLlm) {
+    Rng crng(static_cast<uint32_t>(4242u + cols));
+    for (size_t c = 0; c < cols; ++c) {
+      const double s = std::exp(0.8 * crng.Normal());
+      channel.push_back(c % 509 == 3 ? (c % 2 ? -1.0 : 1.0) * 300.0 * (1 + s)
+                                     : s);
+    }
+  }
   for (size_t r = 0; r < rows; ++r) {
     const double mean = 4.0 * rng.Uniform() - 2.0;
     const double sd = 0.5 + 2.5 * rng.Uniform();
@@ -237,6 +366,10 @@ inline std::vector<float> MakeRows(Family f, size_t rows, size_t cols,
           break;
         case Family::kSubnormal:
           x = 1e-40 * rng.Normal();
+          break;
+        case Family::kLlm:
+          x = c % 509 == 3 ? channel[c] * (1.0 + 0.05 * rng.Normal())
+                           : channel[c] * rng.Normal();
           break;
       }
       v[r * cols + c] = static_cast<float>(x);
@@ -326,8 +459,19 @@ class Matrix {
     std::memcpy(&b, At(r, c), 2);
     return b;
   }
+  int8_t I8(size_t r, size_t c) const { return static_cast<int8_t>(*At(r, c)); }
+  // The element's value (exact for every dtype).
   float GetF(size_t r, size_t c) const {
-    if (type_ == SIMDNORM_BF16) return Bf16ToFloat(Bits16(r, c));
+    switch (type_) {
+      case SIMDNORM_BF16:
+        return Bf16ToFloat(Bits16(r, c));
+      case SIMDNORM_F16:
+        return F16ToFloat(Bits16(r, c));
+      case SIMDNORM_I8:
+        return I8(r, c);
+      default:
+        break;
+    }
     float f;
     std::memcpy(&f, At(r, c), 4);
     return f;
@@ -336,11 +480,15 @@ class Matrix {
   bool IsNaN(size_t r, size_t c) const { return std::isnan(GetF(r, c)); }
   bool IsFinite(size_t r, size_t c) const { return std::isfinite(GetF(r, c)); }
 
-  // Stores v, rounded to nearest-even for BF16.
+  // Stores v, rounded to nearest-even for BF16 and F16 (for I8: rounded
+  // and clamped to [-128, 127]).
   void Set(size_t r, size_t c, float v) {
-    if (type_ == SIMDNORM_BF16) {
-      const uint16_t b = Bf16Bits(v);
+    if (Is16(type_)) {
+      const uint16_t b = type_ == SIMDNORM_BF16 ? Bf16Bits(v) : F16Bits(v);
       std::memcpy(At(r, c), &b, 2);
+    } else if (type_ == SIMDNORM_I8) {
+      const float q = std::nearbyint(std::min(127.0f, std::max(-128.0f, v)));
+      *At(r, c) = static_cast<unsigned char>(static_cast<int8_t>(q));
     } else {
       std::memcpy(At(r, c), &v, 4);
     }
@@ -358,7 +506,25 @@ class Matrix {
 
   // The stored value of a float after conversion to this dtype.
   float Stored(float v) const {
-    return type_ == SIMDNORM_BF16 ? Bf16ToFloat(Bf16Bits(v)) : v;
+    switch (type_) {
+      case SIMDNORM_BF16:
+        return Bf16ToFloat(Bf16Bits(v));
+      case SIMDNORM_F16:
+        return F16ToFloat(F16Bits(v));
+      case SIMDNORM_I8:
+        return std::nearbyint(std::min(127.0f, std::max(-128.0f, v)));
+      default:
+        return v;
+    }
+  }
+
+  // The same elements in a new dense matrix without offset.
+  Matrix DenseCopy() const {
+    Matrix m(type_, rows_, cols_);
+    for (size_t r = 0; r < rows_; ++r) {
+      std::memcpy(m.At(r, 0), At(r, 0), cols_ * es_);
+    }
+    return m;
   }
 
   // The element bytes, rows * cols * element size, dense.
@@ -410,27 +576,35 @@ class Matrix {
 
 // ---------------------------------------------------------------- checkers
 
-// The fp32 error bound of the spec, relative to the float64 truth.
-inline double F32Bound(double xhat, double gamma, double beta) {
-  return 32.0 * std::ldexp(1.0, -23) *
-         (std::fabs(gamma) * std::max(1.0, std::fabs(xhat)) + std::fabs(beta));
+// The size of the terms of y = xhat * gamma + beta that the fp32 bound is
+// relative to (docs/accuracy.md, "scaled ulps").
+inline double Terms(double xhat, double gamma, double beta) {
+  return std::fabs(gamma) * std::max(1.0, std::fabs(xhat)) + std::fabs(beta);
 }
 
-// The bf16 rule. The spec's literal rule is: every element within 1 bf16
-// ulp of the reference rounded once, and exactly equal to it in >= 99.9% of
-// the elements of a test. Two parts of it cannot be met by any kernel that
-// computes in fp32 (even one whose fp32 result is the truth correctly
-// rounded), so by default the suite applies it as follows:
+// The fp32 error bound of the spec, relative to the float64 truth.
+inline double F32Bound(double xhat, double gamma, double beta) {
+  return 32.0 * std::ldexp(1.0, -23) * Terms(xhat, gamma, beta);
+}
+
+// The bf16 rule (and the f16 rule: the same with f16's format). The spec's
+// literal rule is: every element within 1 bf16 ulp of the reference rounded
+// once, and exactly equal to it in >= 99.9% of the elements of a test. Two
+// parts of it cannot be met by any kernel that computes in fp32 (even one
+// whose fp32 result is the truth correctly rounded), so by default the suite
+// applies it as follows:
 //  - Where the output cancels (y = xhat*gamma + beta much smaller than
 //    |gamma xhat| + |beta|), an fp32 error within the spec's fp32 bound B is
 //    many bf16 ulps of y. So an element also passes when it is the rounding
-//    of some value within B of the truth: got in [RNE(ref-B), RNE(ref+B)].
+//    of some value within B of the truth: got in [RNE(ref-B), RNE(ref+B)]
+//    (infinity included when RNE(ref+B) is infinite: f16 overflows at 65520).
 //  - Where [ref-B, ref+B] holds a bf16 rounding boundary, an fp32 kernel
 //    cannot know on which side the truth lies (with bf16 gamma/beta and
 //    xhat = +-1, g + b is often exactly a bf16 tie). The 99.9% rate is
 //    counted over the other elements, where every result within the fp32
 //    bound rounds to the reference: truncation still fails it (~50%).
-// SIMDNORM_TEST_LITERAL_BF16=1 applies the literal rule instead.
+// SIMDNORM_TEST_LITERAL_BF16=1 applies the literal rule instead (to f16
+// output too).
 inline bool LiteralBf16Rule() {
   static const bool literal = [] {
     const char* e = std::getenv("SIMDNORM_TEST_LITERAL_BF16");
@@ -449,25 +623,64 @@ struct Stats {
   size_t bf16_conditioned = 0;  // no rounding boundary within +-B of ref
   size_t bf16_conditioned_exact = 0;
   int32_t bf16_worst_ulps = 0;
-  size_t nan_checked = 0;  // elements whose reference is NaN
-  size_t failures = 0;     // elements (or buffers) out of spec
-  size_t reported = 0;     // failures reported in detail
+  // The same for f16 output.
+  size_t f16_checked = 0;
+  size_t f16_exact = 0;
+  size_t f16_window_only = 0;
+  size_t f16_conditioned = 0;
+  size_t f16_conditioned_exact = 0;
+  int32_t f16_worst_ulps = 0;
+  // I8 output (CheckI8Group).
+  size_t i8_groups = 0;          // groups with a finite non-zero scale
+  size_t i8_scaled_only = 0;     // scale > 1e-6 off, within the scaled rule
+  size_t i8_special_groups = 0;  // groups of zeros or with a non-finite max
+  size_t i8_q_checked = 0;       // q of the i8_groups
+  size_t i8_q_exact = 0;         // equal to the float64 q
+  double i8_worst_scale = 0.0;   // max |scale - scale64| / scale64
+  size_t nan_checked = 0;        // elements whose reference is NaN
+  size_t failures = 0;           // elements (or buffers) out of spec
+  size_t reported = 0;           // failures reported in detail
 
   // Set by families where many exact results sit on a bf16 rounding tie
   // (see RunFamily in hard_rows_test.cc).
   bool ties_expected = false;
 
-  // >= 99.9% of all bf16 outputs equal the once-rounded reference. Where
-  // ties are expected, the share is taken over the elements that have no
-  // rounding boundary within the fp32 bound of the truth.
-  bool Bf16RateOk() const {
-    if (LiteralBf16Rule() || !ties_expected) {
-      return static_cast<double>(bf16_exact) >=
-             0.999 * static_cast<double>(bf16_checked);
+  // The counters of one 16-bit output format.
+  struct HalfTally {
+    size_t& checked;
+    size_t& exact;
+    size_t& window_only;
+    size_t& conditioned;
+    size_t& conditioned_exact;
+    int32_t& worst_ulps;
+  };
+  HalfTally Tally(Half h) {
+    if (h == Half::kBf16) {
+      return {bf16_checked,           bf16_exact,
+              bf16_window_only,       bf16_conditioned,
+              bf16_conditioned_exact, bf16_worst_ulps};
     }
-    return static_cast<double>(bf16_conditioned_exact) >=
-           0.999 * static_cast<double>(bf16_conditioned);
+    return {f16_checked,           f16_exact,
+            f16_window_only,       f16_conditioned,
+            f16_conditioned_exact, f16_worst_ulps};
   }
+
+  // >= 99.9% of all bf16 (f16) outputs equal the once-rounded reference.
+  // Where ties are expected, the share is taken over the elements that have
+  // no rounding boundary within the fp32 bound of the truth.
+  bool HalfRateOk(Half h) const {
+    const bool b = h == Half::kBf16;
+    const double checked = static_cast<double>(b ? bf16_checked : f16_checked);
+    const double exact = static_cast<double>(b ? bf16_exact : f16_exact);
+    const double cond =
+        static_cast<double>(b ? bf16_conditioned : f16_conditioned);
+    const double cond_exact =
+        static_cast<double>(b ? bf16_conditioned_exact : f16_conditioned_exact);
+    if (LiteralBf16Rule() || !ties_expected) return exact >= 0.999 * checked;
+    return cond_exact >= 0.999 * cond;
+  }
+  bool Bf16RateOk() const { return HalfRateOk(Half::kBf16); }
+  bool F16RateOk() const { return HalfRateOk(Half::kF16); }
   // A failure is reported in detail for the first few only.
   bool ShouldReport() {
     ++failures;
@@ -515,58 +728,316 @@ inline bool CheckF32(float got, double ref, double xhat, double gamma,
   return false;
 }
 
-// bf16 output element: `want` is the reference rounded once to bf16 (from
-// simdnorm_normalize_reference), `ref` the float64 truth, `bound` the fp32
-// bound of the element (F32Bound). See LiteralBf16Rule for the rule.
-inline bool CheckBf16(uint16_t got, uint16_t want, double ref, double bound,
-                      Stats* st, std::string* why) {
-  if (Bf16IsNaN(want)) {
+// 16-bit float output element: `want` is the reference rounded once to the
+// format (from simdnorm_normalize_reference), `ref` the float64 truth,
+// `bound` the fp32 bound of the element (F32Bound). See LiteralBf16Rule for
+// the rule.
+inline bool CheckHalf(Half h, uint16_t got, uint16_t want, double ref,
+                      double bound, Stats* st, std::string* why) {
+  const char* name = FormatOf(h).name;
+  auto value = [h](uint16_t b) { return Num(HalfToDouble(h, b)); };
+  if (HalfIsNaN(h, want)) {
     ++st->nan_checked;
-    if (Bf16IsNaN(got)) return true;
-    *why = "got " + Hex(got, 4) + " = " + Num(Bf16ToFloat(got)) +
+    if (HalfIsNaN(h, got)) return true;
+    *why = "got " + Hex(got, 4) + " = " + value(got) +
            ", want NaN (the reference is NaN)";
     return false;
   }
-  if (!Bf16IsFinite(want)) {
-    if (!Bf16IsFinite(got)) return true;
+  if (!HalfIsFinite(h, want)) {
+    if (!HalfIsFinite(h, got)) return true;
     *why = "got " + Hex(got, 4) + ", want non-finite " + Hex(want, 4);
     return false;
   }
-  ++st->bf16_checked;
-  const int32_t ulps = Bf16IsFinite(got) ? Bf16UlpDistance(got, want) : 1 << 30;
-  const int32_t lo = Bf16Ordered(RoundToBf16(ref - bound));
-  const int32_t hi = Bf16Ordered(RoundToBf16(ref + bound));
-  if (ulps == 0) ++st->bf16_exact;
+  Stats::HalfTally t = st->Tally(h);
+  ++t.checked;
+  const bool got_finite = HalfIsFinite(h, got);
+  const int32_t ulps =
+      got_finite ? std::abs(HalfOrdered(got) - HalfOrdered(want)) : 1 << 30;
+  const uint16_t lo_bits = RoundToHalf(h, ref - bound);
+  const uint16_t hi_bits = RoundToHalf(h, ref + bound);
+  const int32_t lo = HalfOrdered(lo_bits);
+  const int32_t hi = HalfOrdered(hi_bits);
+  if (ulps == 0) ++t.exact;
   if (lo == hi) {
-    ++st->bf16_conditioned;
-    if (ulps == 0) ++st->bf16_conditioned_exact;
+    ++t.conditioned;
+    if (ulps == 0) ++t.conditioned_exact;
   }
   if (ulps <= 1) {
-    st->bf16_worst_ulps = std::max(st->bf16_worst_ulps, ulps);
+    t.worst_ulps = std::max(t.worst_ulps, ulps);
     return true;
   }
-  const int32_t o = Bf16Ordered(got);
-  if (!LiteralBf16Rule() && Bf16IsFinite(got) && o >= lo && o <= hi) {
-    ++st->bf16_window_only;
-    st->bf16_worst_ulps = std::max(st->bf16_worst_ulps, ulps);
+  // An infinite result is the rounding of a value within the bound only
+  // where the window reaches the overflow threshold.
+  const int32_t o = HalfOrdered(got);
+  if (!LiteralBf16Rule() && !HalfIsNaN(h, got) && o >= lo && o <= hi &&
+      (got_finite || got == lo_bits || got == hi_bits)) {
+    ++t.window_only;
+    if (got_finite) t.worst_ulps = std::max(t.worst_ulps, ulps);
     return true;
   }
-  *why = "got " + Hex(got, 4) + " = " + Num(Bf16ToFloat(got)) + ", want " +
-         Hex(want, 4) + " = " + Num(Bf16ToFloat(want)) + " (" +
-         std::to_string(ulps) + " bf16 ulps apart, at most 1 allowed; truth " +
-         Num(ref) + ", fp32 bound " + Num(bound) + " gives [" +
-         Num(Bf16ToFloat(RoundToBf16(ref - bound))) + ", " +
-         Num(Bf16ToFloat(RoundToBf16(ref + bound))) + "])";
+  *why = "got " + Hex(got, 4) + " = " + value(got) + ", want " + Hex(want, 4) +
+         " = " + value(want) + " (" +
+         (got_finite ? std::to_string(ulps) : std::string("inf")) + " " + name +
+         " ulps apart, at most 1 allowed; truth " + Num(ref) + ", fp32 bound " +
+         Num(bound) + " gives [" + value(lo_bits) + ", " + value(hi_bits) +
+         "])";
   return false;
+}
+
+inline bool CheckBf16(uint16_t got, uint16_t want, double ref, double bound,
+                      Stats* st, std::string* why) {
+  return CheckHalf(Half::kBf16, got, want, ref, bound, st, why);
+}
+inline bool CheckF16(uint16_t got, uint16_t want, double ref, double bound,
+                     Stats* st, std::string* why) {
+  return CheckHalf(Half::kF16, got, want, ref, bound, st, why);
+}
+
+// The rule of SIMDNORM_ROUND_NORMALIZED, y = round_y(round_x(xhat) * scale
+// + beta). The kernel computes xhat in fp32 and rounds that to x_type; where
+// the true xhat T lies within the fp32 bound Bx = F32Bound(T, 1, 0) of an
+// x_type rounding boundary it may round to the neighbour of round_x(T). So
+// an element passes when, for SOME r = round_x(v) with |v - T| <= Bx, it
+// passes the normal output rule (CheckF32 / CheckHalf) against the truth
+// r * scale + beta (float64), with the fp32 bound F32Bound(r, scale, beta)
+// on top. Those r are a run of consecutive x_type values, usually one or
+// two; when the run is long (x_type F32, or T within Bx of 0) it is taken
+// as the interval it spans (the outputs of neighbouring r are then much
+// closer together than the output bound). `got`: the output's bits (float
+// bits for F32); `want`: the reference's once-rounded output bits (16-bit
+// y: the exact share is counted against it); `ref`: the reference's
+// unrounded y (NaN or infinite: the usual non-finite rules).
+inline bool CheckRoundNormalized(simdnorm_dtype x_type, simdnorm_dtype y_type,
+                                 uint32_t got, uint16_t want, double ref,
+                                 double T, double scale, double beta, Stats* st,
+                                 std::string* why) {
+  const bool half_y = Is16(y_type);
+  const Half hy = HalfOf(y_type);
+  const uint16_t got16 = static_cast<uint16_t>(got);
+  const float got32 = FloatFromBits(got);
+  const bool got_nan = half_y ? HalfIsNaN(hy, got16) : std::isnan(got32);
+  const bool got_finite =
+      half_y ? HalfIsFinite(hy, got16) : std::isfinite(got32);
+  const std::string got_text =
+      half_y ? Hex(got16, 4) + " = " + Num(HalfToDouble(hy, got16))
+             : Num(got32) + " (" + Hex(got, 8) + ")";
+  if (std::isnan(ref) || std::isnan(T)) {
+    ++st->nan_checked;
+    if (got_nan) return true;
+    *why = "got " + got_text + ", want NaN (the reference is NaN)";
+    return false;
+  }
+  if (!std::isfinite(ref) || !std::isfinite(T) ||
+      (half_y && !HalfIsFinite(hy, want))) {
+    if (!got_finite) return true;
+    *why = "got " + got_text + ", want non-finite (reference " + Num(ref) + ")";
+    return false;
+  }
+  // The candidate r, as intervals [first, second].
+  const double bx = F32Bound(T, 1.0, 0.0);
+  std::vector<std::pair<double, double>> spans;
+  if (Is16(x_type)) {
+    const Half hx = HalfOf(x_type);
+    const int32_t lo = HalfOrdered(RoundToHalf(hx, T - bx));
+    const int32_t hi = HalfOrdered(RoundToHalf(hx, T + bx));
+    if (hi - lo < 64) {
+      for (int32_t o = lo; o <= hi; ++o) {
+        const double r = HalfToDouble(hx, HalfFromOrdered(o));
+        spans.emplace_back(r, r);
+      }
+    } else {
+      spans.emplace_back(HalfToDouble(hx, HalfFromOrdered(lo)),
+                         HalfToDouble(hx, HalfFromOrdered(hi)));
+    }
+  } else {
+    spans.emplace_back(static_cast<float>(T - bx), static_cast<float>(T + bx));
+  }
+  // The normal output rule against every y in [ya, yb] (with bound b).
+  const bool literal = LiteralBf16Rule();
+  double best_ratio = HUGE_VAL;  // F32 y: min over spans of error / bound
+  int32_t best_ulps = 1 << 30;   // 16-bit y: min ulps to a span's rounding
+  bool window_only = false;
+  bool pass = false;
+  for (const auto& span : spans) {
+    const double ya = span.first * scale + beta;
+    const double yb = span.second * scale + beta;
+    const double ylo = std::min(ya, yb), yhi = std::max(ya, yb);
+    const double b = F32Bound(
+        std::max(std::fabs(span.first), std::fabs(span.second)), scale, beta);
+    if (!half_y) {
+      const double g = got32;
+      const double err = g < ylo ? ylo - g : g > yhi ? g - yhi : 0.0;
+      if (got_finite && err <= b) {
+        pass = true;
+        best_ratio = std::min(best_ratio, err / b);
+      }
+      continue;
+    }
+    const int32_t o = HalfOrdered(got16);
+    const int32_t rlo = HalfOrdered(RoundToHalf(hy, ylo));
+    const int32_t rhi = HalfOrdered(RoundToHalf(hy, yhi));
+    const int32_t ulps = o < rlo ? rlo - o : o > rhi ? o - rhi : 0;
+    if (got_finite && ulps <= 1) {
+      pass = true;
+      best_ulps = std::min(best_ulps, ulps);
+      continue;
+    }
+    const uint16_t wlo = RoundToHalf(hy, ylo - b);
+    const uint16_t whi = RoundToHalf(hy, yhi + b);
+    if (!literal && !got_nan && o >= HalfOrdered(wlo) &&
+        o <= HalfOrdered(whi) && (got_finite || got16 == whi || got16 == wlo)) {
+      pass = true;
+      window_only = true;
+    }
+  }
+  if (half_y) {
+    Stats::HalfTally t = st->Tally(hy);
+    ++t.checked;
+    const bool exact = got_finite && HalfOrdered(got16) == HalfOrdered(want);
+    if (exact) ++t.exact;
+    if (spans.size() == 1 && spans[0].first == spans[0].second) {
+      const double y = spans[0].first * scale + beta;
+      const double b = F32Bound(spans[0].first, scale, beta);
+      if (RoundToHalf(hy, y - b) == RoundToHalf(hy, y + b)) {
+        ++t.conditioned;
+        if (exact) ++t.conditioned_exact;
+      }
+    }
+    if (pass && best_ulps <= 1) {
+      t.worst_ulps = std::max(t.worst_ulps, best_ulps);
+    } else if (pass && window_only) {
+      ++t.window_only;
+    }
+  } else {
+    ++st->f32_checked;
+    if (pass) st->f32_worst = std::max(st->f32_worst, best_ratio);
+  }
+  if (pass) return true;
+  std::ostringstream os;
+  os << "got " << got_text << ", want one of the outputs of round_x(v), |v - "
+     << Num(T) << "| <= " << Num(bx) << ": r in";
+  for (size_t i = 0; i < spans.size() && i < 4; ++i) {
+    os << " [" << Num(spans[i].first) << ", " << Num(spans[i].second) << "]";
+  }
+  os << " (scale " << Num(scale) << ", beta " << Num(beta)
+     << "); the reference's y " << Num(ref);
+  if (half_y) {
+    os << " rounds to " << Hex(want, 4) << " = " << Num(HalfToDouble(hy, want));
+  }
+  *why = os.str();
+  return false;
+}
+
+// I8 output, one group of n elements. y64: the float64 truth (unrounded y,
+// reference_f64) of the group; terms: Terms(xhat, scale, beta) of each
+// element (NULL: the literal rule only); ref_q, ref_scale: the reference's
+// stored q and scale (simdnorm_normalize_reference); got_q, got_scale: the
+// library's. With s64 = max|y64| / 127 (float64):
+//  - s64 finite and > 0: |got_scale - s64| <= 1e-6 s64 and every q within 1
+//    of the reference's q. Like the bf16 rule, the 1e-6 is applied to the
+//    scaled magnitude of the largest element, 1e-6 max(|y|, Terms) / 127:
+//    where that y cancels (|y| far below |gamma| max(1, |xhat|) + |beta|,
+//    e.g. a short last group, or |xhat| << 1 in LayerNorm, whose xhat has
+//    an absolute fp32 error), an fp32 kernel cannot reach 1e-6 of |y| (an
+//    fp32 xhat alone is off by ~2^-24 max(1, |xhat|)). Elsewhere Terms ~ |y|
+//    and the rule is the literal one. SIMDNORM_TEST_LITERAL_BF16=1 applies
+//    the literal 1e-6 s64 everywhere;
+//  - s64 == 0 (a group of zeros): got_scale == 0 and every q == 0;
+//  - s64 NaN (a NaN in the row): got_scale NaN; s64 infinite: got_scale
+//    +inf; every q == 0.
+// The premise is checked too: the reference's stored scale must be s64
+// rounded to float and its q = RNE(y64 / s64) clamped to [-127, 127].
+inline bool CheckI8Group(const int8_t* got_q, float got_scale,
+                         const int8_t* ref_q, float ref_scale,
+                         const double* y64, const double* terms, size_t n,
+                         Stats* st, std::string* why) {
+  double m = 0.0;
+  double m_terms = 0.0;  // Terms of the largest |y| (the largest if tied)
+  for (size_t i = 0; i < n; ++i) {
+    if (std::isnan(y64[i])) {
+      m = y64[i];
+      break;
+    }
+    const double a = std::fabs(y64[i]);
+    const double t = terms ? terms[i] : 0.0;
+    if (a > m || (a == m && t > m_terms)) m_terms = t;
+    m = std::max(m, a);
+  }
+  const double s64 = m / 127.0;
+  auto fail = [&](const std::string& what) {
+    *why = what + " (float64 scale " + Num(s64) + ", library scale " +
+           Num(got_scale) + ", reference's stored scale " + Num(ref_scale) +
+           ")";
+    return false;
+  };
+  const bool ref_ok = std::isnan(s64) ? std::isnan(ref_scale)
+                                      : ref_scale == static_cast<float>(s64);
+  if (!ref_ok) return fail("the reference's scale is not fl32(max|y64|/127)");
+  if (!std::isfinite(s64) || s64 == 0.0) {
+    ++st->i8_special_groups;
+    if (std::isnan(s64)) ++st->nan_checked;
+    const bool scale_ok = std::isnan(s64)   ? std::isnan(got_scale)
+                          : std::isinf(s64) ? got_scale == HUGE_VALF
+                                            : got_scale == 0.0f;
+    if (!scale_ok) return fail("wrong scale for a special group");
+    for (size_t i = 0; i < n; ++i) {
+      if (got_q[i] != 0 || ref_q[i] != 0) {
+        return fail("element " + std::to_string(i) + ": q " +
+                    std::to_string(got_q[i]) + " (reference " +
+                    std::to_string(ref_q[i]) + "), want 0");
+      }
+    }
+    return true;
+  }
+  ++st->i8_groups;
+  const double err = std::fabs(static_cast<double>(got_scale) - s64);
+  const double rel = err / s64;
+  const double scaled = LiteralBf16Rule() ? s64 : std::max(m, m_terms) / 127;
+  if (!(err <= 1e-6 * scaled)) {
+    return fail("scale off by " + Num(rel) + " relative, at most 1e-6 (of " +
+                Num(scaled) + ": " + Num(err / scaled) + ")");
+  }
+  if (rel > 1e-6) ++st->i8_scaled_only;
+  st->i8_worst_scale = std::max(st->i8_worst_scale, rel);
+  for (size_t i = 0; i < n; ++i) {
+    const double q64 =
+        std::min(127.0, std::max(-127.0, std::nearbyint(y64[i] / s64)));
+    if (static_cast<double>(ref_q[i]) != q64) {
+      return fail("element " + std::to_string(i) + ": the reference's q " +
+                  std::to_string(ref_q[i]) + " is not RNE(" + Num(y64[i]) +
+                  " / scale) = " + Num(q64));
+    }
+    ++st->i8_q_checked;
+    const int d = std::abs(static_cast<int>(got_q[i]) - ref_q[i]);
+    if (d == 0) ++st->i8_q_exact;
+    if (d > 1 || got_q[i] == -128) {
+      return fail("element " + std::to_string(i) + ": q " +
+                  std::to_string(got_q[i]) + ", want " +
+                  std::to_string(ref_q[i]) + " +- 1 (y64 " + Num(y64[i]) + ")");
+    }
+  }
+  return true;
+}
+
+// The literal rule only (no Terms known): |got_scale - s64| <= 1e-6 s64.
+inline bool CheckI8Group(const int8_t* got_q, float got_scale,
+                         const int8_t* ref_q, float ref_scale,
+                         const double* y64, size_t n, Stats* st,
+                         std::string* why) {
+  return CheckI8Group(got_q, got_scale, ref_q, ref_scale, y64, nullptr, n, st,
+                      why);
 }
 
 inline double Percent(size_t a, size_t b) {
   return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 100.0;
 }
 
-// The end-of-test verdict: no element out of spec, and the bf16 rate.
+// The end-of-test verdict: no element out of spec, and the bf16 and f16
+// rates.
 inline void ExpectClean(const Stats& st) {
-  EXPECT_GT(st.f32_checked + st.bf16_checked + st.nan_checked, 0u)
+  EXPECT_GT(st.f32_checked + st.bf16_checked + st.f16_checked +
+                st.i8_q_checked + st.i8_special_groups + st.nan_checked,
+            0u)
       << "the test checked nothing";
   EXPECT_EQ(st.failures, 0u)
       << st.failures << " elements or buffers out of spec (first "
@@ -586,11 +1057,67 @@ inline void ExpectClean(const Stats& st) {
   if (st.bf16_checked > 0 || st.f32_checked > 0) {
     std::printf("%s\n", summary.str().c_str());
   }
+  std::ostringstream f16;
+  f16 << "f16 outputs: " << st.f16_checked << ", equal to the once-rounded "
+      << "reference: " << Percent(st.f16_exact, st.f16_checked)
+      << "%; without a rounding boundary within the fp32 bound: "
+      << st.f16_conditioned
+      << ", equal: " << Percent(st.f16_conditioned_exact, st.f16_conditioned)
+      << "%; within the window only: " << st.f16_window_only << "; worst "
+      << st.f16_worst_ulps << " ulps.";
+  if (st.f16_checked > 0) std::printf("%s\n", f16.str().c_str());
+  if (st.i8_groups + st.i8_special_groups > 0) {
+    std::printf(
+        "i8 groups: %zu (+%zu of zeros or non-finite), worst scale error "
+        "%.3g relative (%zu groups > 1e-6, within the scaled rule); q: %zu, "
+        "equal to the float64 q: %.4f%%\n",
+        st.i8_groups, st.i8_special_groups, st.i8_worst_scale,
+        st.i8_scaled_only, st.i8_q_checked,
+        Percent(st.i8_q_exact, st.i8_q_checked));
+  }
   EXPECT_TRUE(st.Bf16RateOk())
       << "bf16 rate below 99.9% (" << summary.str() << ")";
+  EXPECT_TRUE(st.F16RateOk()) << "f16 rate below 99.9% (" << f16.str() << ")";
 }
 
 // ---------------------------------------------------------------- cases
+
+// Where the h of a fused add is stored (simdnorm_desc.sum_out).
+enum class SumOut {
+  kNone,        // sum_out NULL
+  kSeparate,    // its own buffer, sum_out_stride apart
+  kIsResidual,  // sum_out == residual (same pointer and stride)
+  kIsX,         // sum_out == x (same pointer and stride)
+};
+
+inline const char* SumOutName(SumOut s) {
+  switch (s) {
+    case SumOut::kNone:
+      return "none";
+    case SumOut::kSeparate:
+      return "separate";
+    case SumOut::kIsResidual:
+      return "residual";
+    case SumOut::kIsX:
+      return "x";
+  }
+  return "?";
+}
+
+// The residual rows of a fused add: the family's distribution, other values
+// than RowData's.
+inline const std::vector<float>& ResidualData(Family f, size_t rows,
+                                              size_t cols) {
+  static std::map<std::tuple<int, size_t, size_t>, std::vector<float>> cache;
+  const auto key = std::make_tuple(static_cast<int>(f), rows, cols);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const uint32_t seed = static_cast<uint32_t>(
+        987654u + 1000003u * static_cast<uint32_t>(f) + 7919u * rows + cols);
+    it = cache.emplace(key, MakeRows(f, rows, cols, seed)).first;
+  }
+  return it->second;
+}
 
 // One call of simdnorm_normalize, checked against the reference.
 struct Case {
@@ -609,6 +1136,18 @@ struct Case {
   float eps = 1e-5f;
   size_t max_threads = 0;
   Family family = Family::kTypical;
+  // The variants of issue #7; the defaults give the plain call.
+  bool residual = false;       // fused add of ResidualData (x_offset too)
+  size_t residual_stride = 0;  // as passed (0 = cols)
+  SumOut sum_out = SumOut::kNone;
+  size_t sum_out_stride = 0;  // kSeparate (0 = cols; y_offset too)
+  float gamma_offset = 0.0f;
+  unsigned flags = 0;
+  size_t quant_group = 0;    // y_type I8 (0 = cols)
+  double param_scale = 1.0;  // gamma and beta data are multiplied by it
+
+  size_t Group() const { return quant_group ? quant_group : cols; }
+  size_t Groups() const { return (cols + Group() - 1) / Group(); }
 
   std::string Describe() const {
     std::ostringstream os;
@@ -626,52 +1165,238 @@ struct Case {
        << param_offset << ") gamma=" << (gamma ? "yes" : "no")
        << " beta=" << (beta ? "yes" : "no") << " eps=" << eps
        << " max_threads=" << max_threads << " data=" << FamilyName(family);
+    if (residual) os << " residual(stride " << residual_stride << ")";
+    if (sum_out != SumOut::kNone) {
+      os << " sum_out=" << SumOutName(sum_out);
+      if (sum_out == SumOut::kSeparate)
+        os << "(stride " << sum_out_stride << ")";
+    }
+    if (gamma_offset != 0.0f) os << " gamma_offset=" << gamma_offset;
+    if (flags != 0) os << " flags=" << flags;
+    if (t.y == SIMDNORM_I8) os << " quant_group=" << quant_group;
+    if (param_scale != 1.0) os << " params x" << param_scale;
     return os.str();
   }
 };
 
-// Runs c on the given rows * cols values and checks every output element,
-// the untouched padding/guards of y, and that x, gamma, beta are unchanged.
+// The scale the contract applies: fl32(gamma_offset + gamma), and gamma
+// itself (even -0) when the offset is 0.
+inline double EffectiveScale(float gamma_offset, double gamma) {
+  if (gamma_offset == 0.0f) return gamma;
+  return static_cast<float>(gamma_offset + static_cast<float>(gamma));
+}
+
+// True when two elements of x_type hold the same bits, or both a NaN.
+inline bool SameElement(simdnorm_dtype t, const unsigned char* a,
+                        const unsigned char* b) {
+  if (std::memcmp(a, b, ElemSize(t)) == 0) return true;
+  if (t == SIMDNORM_F32) {
+    float fa, fb;
+    std::memcpy(&fa, a, 4);
+    std::memcpy(&fb, b, 4);
+    return std::isnan(fa) && std::isnan(fb);
+  }
+  uint16_t ha, hb;
+  std::memcpy(&ha, a, 2);
+  std::memcpy(&hb, b, 2);
+  return HalfIsNaN(HalfOf(t), ha) && HalfIsNaN(HalfOf(t), hb);
+}
+
+// The operands of one call of case c, filled, and its descriptor.
+struct Call {
+  Case c;
+  Matrix x, res, sum, gamma, beta, y, scales;
+  simdnorm_desc d{};
+
+  // values: rows * cols; residual_values: the same (NULL = ResidualData).
+  Call(const Case& the_case, const std::vector<float>& values,
+       const std::vector<float>* residual_values = nullptr)
+      : c(the_case),
+        x(c.t.x, c.rows, c.cols, c.x_stride, c.x_offset),
+        res(c.t.x, c.residual ? c.rows : 0, c.cols, c.residual_stride,
+            c.x_offset),
+        sum(c.t.x, c.sum_out == SumOut::kSeparate ? c.rows : 0, c.cols,
+            c.sum_out_stride, c.y_offset),
+        gamma(c.t.param, 1, c.cols, 0, c.param_offset),
+        beta(c.t.param, 1, c.cols, 0, c.param_offset),
+        y(c.t.y, c.in_place ? 0 : c.rows, c.cols, c.y_stride, c.y_offset),
+        scales(SIMDNORM_F32, c.t.y == SIMDNORM_I8 ? c.rows : 0, c.Groups()) {
+    x.Fill(values);
+    if (c.residual) {
+      res.Fill(residual_values ? *residual_values
+                               : ResidualData(c.family, c.rows, c.cols));
+    }
+    std::vector<float> g = ParamData(true, c.cols);
+    std::vector<float> b = ParamData(false, c.cols);
+    for (float& v : g) v = static_cast<float>(v * c.param_scale);
+    for (float& v : b) v = static_cast<float>(v * c.param_scale);
+    gamma.Fill(g);
+    beta.Fill(b);
+
+    d.kind = c.kind;
+    d.rows = c.rows;
+    d.cols = c.cols;
+    d.x = x.data();
+    d.x_type = c.t.x;
+    d.x_stride = c.x_stride;
+    d.y = c.in_place ? x.data() : y.data();
+    d.y_type = c.t.y;
+    d.y_stride = c.in_place ? c.x_stride : c.y_stride;
+    d.gamma = c.gamma ? gamma.data() : nullptr;
+    d.beta = c.beta ? beta.data() : nullptr;
+    d.param_type = c.t.param;
+    d.eps = c.eps;
+    d.max_threads = c.max_threads;
+    d.residual = c.residual ? res.data() : nullptr;
+    d.residual_stride = c.residual_stride;
+    switch (c.sum_out) {
+      case SumOut::kNone:
+        break;
+      case SumOut::kSeparate:
+        d.sum_out = sum.data();
+        d.sum_out_stride = c.sum_out_stride;
+        break;
+      case SumOut::kIsResidual:
+        d.sum_out = res.data();
+        d.sum_out_stride = c.residual_stride;
+        break;
+      case SumOut::kIsX:
+        d.sum_out = x.data();
+        d.sum_out_stride = c.x_stride;
+        break;
+    }
+    d.gamma_offset = c.gamma_offset;
+    d.flags = c.flags;
+    d.y_scale =
+        c.t.y == SIMDNORM_I8 ? static_cast<float*>(scales.data()) : nullptr;
+    d.quant_group = c.quant_group;
+  }
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  const Matrix& Out() const { return c.in_place ? x : y; }
+  const Matrix& SumOutMatrix() const {
+    return c.sum_out == SumOut::kSeparate     ? sum
+           : c.sum_out == SumOut::kIsResidual ? res
+                                              : x;
+  }
+  // The elements of every output (y, sum_out, y_scale), dense, after the
+  // call.
+  std::vector<unsigned char> OutputBytes() const {
+    std::vector<unsigned char> v = Out().ElementBytes();
+    if (c.sum_out != SumOut::kNone) {
+      const std::vector<unsigned char> s = SumOutMatrix().ElementBytes();
+      v.insert(v.end(), s.begin(), s.end());
+    }
+    const std::vector<unsigned char> q = scales.ElementBytes();
+    v.insert(v.end(), q.begin(), q.end());
+    return v;
+  }
+};
+
+// Runs c on the given rows * cols values (and residual values; NULL =
+// ResidualData) and checks every output element (y, and sum_out bit for
+// bit against the reference's h, NaN for NaN), the untouched padding and
+// guards of every output, and that the inputs are unchanged. The reference
+// runs on dense copies of the inputs with outputs of its own, so aliasing
+// is the library's alone. outputs (optional) receives Call::OutputBytes().
 inline void RunCaseOn(const Case& c, const std::vector<float>& values,
-                      Stats* st) {
+                      Stats* st,
+                      const std::vector<float>* residual_values = nullptr,
+                      std::vector<unsigned char>* outputs = nullptr) {
   ASSERT_EQ(values.size(), c.rows * c.cols);
   ASSERT_TRUE(!c.in_place || c.t.x == c.t.y) << "bad test case";
-  Matrix x(c.t.x, c.rows, c.cols, c.x_stride, c.x_offset);
-  x.Fill(values);
-  Matrix gamma(c.t.param, 1, c.cols, 0, c.param_offset);
-  gamma.Fill(ParamData(true, c.cols));
-  Matrix beta(c.t.param, 1, c.cols, 0, c.param_offset);
-  beta.Fill(ParamData(false, c.cols));
-  Matrix y(c.t.y, c.in_place ? 0 : c.rows, c.cols, c.y_stride, c.y_offset);
+  ASSERT_TRUE(c.sum_out != SumOut::kIsResidual || c.residual)
+      << "bad test case";
+  ASSERT_TRUE(c.sum_out != SumOut::kIsX || !c.in_place) << "bad test case";
+  ASSERT_TRUE(residual_values == nullptr ||
+              residual_values->size() == c.rows * c.cols)
+      << "bad test case";
+  const bool i8 = c.t.y == SIMDNORM_I8;
+  const bool round_normalized = (c.flags & SIMDNORM_ROUND_NORMALIZED) != 0;
+  Call call(c, values, residual_values);
+  const Matrix& x = call.x;
+  const Matrix& res = call.res;
+  const Matrix& sum = call.sum;
+  const Matrix& gamma = call.gamma;
+  const Matrix& beta = call.beta;
+  const Matrix& y = call.y;
+  const Matrix& scales = call.scales;
+  const simdnorm_desc& d = call.d;
 
-  simdnorm_desc d{};
-  d.kind = c.kind;
-  d.rows = c.rows;
-  d.cols = c.cols;
-  d.x = x.data();
-  d.x_type = c.t.x;
-  d.x_stride = c.x_stride;
-  d.y = c.in_place ? x.data() : y.data();
-  d.y_type = c.t.y;
-  d.y_stride = c.in_place ? c.x_stride : c.y_stride;
-  d.gamma = c.gamma ? gamma.data() : nullptr;
-  d.beta = c.beta ? beta.data() : nullptr;
-  d.param_type = c.t.param;
-  d.eps = c.eps;
-  d.max_threads = c.max_threads;
-
-  // The truth, computed before the call (which may overwrite x).
+  // The truth, on dense copies of the inputs, before the call (which may
+  // overwrite x and the residual).
+  const Matrix ref_x = x.DenseCopy();
+  const Matrix ref_res = res.DenseCopy();
+  Matrix ref_sum(c.t.x, c.sum_out != SumOut::kNone ? c.rows : 0, c.cols);
   Matrix ref_y(c.t.y, c.rows, c.cols);
+  Matrix ref_scales(SIMDNORM_F32, i8 ? c.rows : 0, c.Groups());
   simdnorm_desc rd = d;
+  rd.x = ref_x.data();
+  rd.x_stride = 0;
+  rd.residual = c.residual ? ref_res.data() : nullptr;
+  rd.residual_stride = 0;
+  rd.sum_out = c.sum_out != SumOut::kNone ? ref_sum.data() : nullptr;
+  rd.sum_out_stride = 0;
   rd.y = ref_y.data();
   rd.y_stride = 0;
+  rd.y_scale = i8 ? static_cast<float*>(ref_scales.data()) : nullptr;
   std::vector<double> ref(c.rows * c.cols), xhat(c.rows * c.cols);
   ASSERT_EQ(simdnorm::reference_f64(rd, ref.data(), xhat.data()),
             simdnorm::Status::kOk)
       << c.Describe();
+  // ROUND_NORMALIZED: the unrounded xhat, from the same call without it.
+  std::vector<double> true_xhat;
+  if (round_normalized) {
+    simdnorm_desc plain = rd;
+    plain.flags &= ~static_cast<unsigned>(SIMDNORM_ROUND_NORMALIZED);
+    std::vector<double> scratch(c.rows * c.cols);
+    true_xhat.resize(c.rows * c.cols);
+    ASSERT_EQ(simdnorm::reference_f64(plain, scratch.data(), true_xhat.data()),
+              simdnorm::Status::kOk)
+        << c.Describe();
+  }
   ASSERT_EQ(simdnorm_normalize_reference(&rd), SIMDNORM_OK) << c.Describe();
 
+  // The premises the checks rest on, from the contract directly: the
+  // reference's h is x + residual rounded once to x_type (x without a
+  // residual), and its y is xhat * EffectiveScale + beta.
+  for (size_t r = 0; r < c.rows; ++r) {
+    for (size_t col = 0; col < c.cols; ++col) {
+      const size_t i = r * c.cols + col;
+      const double g =
+          EffectiveScale(c.gamma_offset, c.gamma ? gamma.Get(0, col) : 1.0);
+      const double b = c.beta ? beta.Get(0, col) : 0.0;
+      const double want = xhat[i] * g + b;
+      if (std::isfinite(want) &&
+          !(std::fabs(ref[i] - want) <= 1e-12 * Terms(xhat[i], g, b)) &&
+          st->ShouldReport()) {
+        ADD_FAILURE() << c.Describe() << ": row " << r << " col " << col
+                      << ": the reference's y " << Num(ref[i])
+                      << " is not xhat * scale + beta = " << Num(xhat[i])
+                      << " * " << Num(g) << " + " << Num(b);
+      }
+      if (c.sum_out == SumOut::kNone) continue;
+      double h = ref_x.GetF(r, col);
+      if (c.residual) h += ref_res.GetF(r, col);
+      unsigned char mine[4];
+      if (Is16(c.t.x)) {
+        const uint16_t bits = RoundToHalf(HalfOf(c.t.x), h);
+        std::memcpy(mine, &bits, 2);
+      } else {
+        const float f = static_cast<float>(h);
+        std::memcpy(mine, &f, 4);
+      }
+      if (!SameElement(c.t.x, mine, ref_sum.At(r, col)) && st->ShouldReport()) {
+        ADD_FAILURE() << c.Describe() << ": row " << r << " col " << col
+                      << ": the reference's h " << Num(ref_sum.GetF(r, col))
+                      << " is not x + residual rounded once (" << Num(h) << ")";
+      }
+    }
+  }
+
   const std::vector<unsigned char> x_before = x.bytes();
+  const std::vector<unsigned char> res_before = res.bytes();
   const std::vector<unsigned char> gamma_before = gamma.bytes();
   const std::vector<unsigned char> beta_before = beta.bytes();
 
@@ -679,35 +1404,106 @@ inline void RunCaseOn(const Case& c, const std::vector<float>& values,
   ASSERT_EQ(s, SIMDNORM_OK)
       << c.Describe() << ": " << simdnorm_status_string(s);
 
-  const Matrix& out = c.in_place ? x : y;
-  std::string where;
-  if (!out.PaddingIntact(&where) && st->ShouldReport()) {
-    ADD_FAILURE() << c.Describe() << ": " << where;
-  }
-  if (!c.in_place && x.bytes() != x_before && st->ShouldReport()) {
+  if (outputs) *outputs = call.OutputBytes();
+  const Matrix& out = call.Out();
+  auto intact = [&](const Matrix& m, const char* what) {
+    std::string where;
+    if (!m.PaddingIntact(&where) && st->ShouldReport()) {
+      ADD_FAILURE() << c.Describe() << ": " << what << ": " << where;
+    }
+  };
+  intact(out, "y");
+  if (c.sum_out == SumOut::kSeparate) intact(sum, "sum_out");
+  if (c.sum_out == SumOut::kIsResidual) intact(res, "residual = sum_out");
+  if (c.sum_out == SumOut::kIsX) intact(x, "x = sum_out");
+  if (i8) intact(scales, "y_scale");
+  const bool x_written = c.in_place || c.sum_out == SumOut::kIsX;
+  if (!x_written && x.bytes() != x_before && st->ShouldReport()) {
     ADD_FAILURE() << c.Describe() << ": x was modified";
+  }
+  if (c.sum_out != SumOut::kIsResidual && res.bytes() != res_before &&
+      st->ShouldReport()) {
+    ADD_FAILURE() << c.Describe() << ": the residual was modified";
   }
   if ((gamma.bytes() != gamma_before || beta.bytes() != beta_before) &&
       st->ShouldReport()) {
     ADD_FAILURE() << c.Describe() << ": gamma or beta was modified";
   }
 
+  auto input_text = [&](size_t r, size_t col) {
+    std::string s = "x = " + Num(ref_x.GetF(r, col));
+    if (c.residual) s += ", residual = " + Num(ref_res.GetF(r, col));
+    return s;
+  };
+
+  // sum_out: h bit for bit (any NaN where the reference's h is NaN).
+  if (c.sum_out != SumOut::kNone) {
+    const Matrix& so = call.SumOutMatrix();
+    for (size_t r = 0; r < c.rows; ++r) {
+      for (size_t col = 0; col < c.cols; ++col) {
+        if (!SameElement(c.t.x, so.At(r, col), ref_sum.At(r, col)) &&
+            st->ShouldReport()) {
+          ADD_FAILURE() << c.Describe() << ": sum_out row " << r << " col "
+                        << col << " (" << input_text(r, col) << "): got "
+                        << Num(so.GetF(r, col))
+                        << ", want h = " << Num(ref_sum.GetF(r, col))
+                        << " bit for bit";
+        }
+      }
+    }
+  }
+
   std::string why;
+  if (i8) {
+    const size_t group = c.Group();
+    std::vector<double> terms(c.cols);
+    for (size_t r = 0; r < c.rows; ++r) {
+      for (size_t col = 0; col < c.cols; ++col) {
+        const double g =
+            EffectiveScale(c.gamma_offset, c.gamma ? gamma.Get(0, col) : 1.0);
+        terms[col] =
+            Terms(xhat[r * c.cols + col], g, c.beta ? beta.Get(0, col) : 0.0);
+      }
+      for (size_t g = 0; g < c.Groups(); ++g) {
+        const size_t begin = g * group;
+        const size_t n = std::min(c.cols, begin + group) - begin;
+        const bool ok = CheckI8Group(
+            reinterpret_cast<const int8_t*>(y.At(r, begin)), scales.GetF(r, g),
+            reinterpret_cast<const int8_t*>(ref_y.At(r, begin)),
+            ref_scales.GetF(r, g), &ref[r * c.cols + begin], &terms[begin], n,
+            st, &why);
+        if (!ok && st->ShouldReport()) {
+          ADD_FAILURE() << c.Describe() << ": row " << r << " group " << g
+                        << " (cols " << begin << ".." << begin + n - 1
+                        << "): " << why;
+        }
+      }
+    }
+    return;
+  }
   for (size_t r = 0; r < c.rows; ++r) {
     for (size_t col = 0; col < c.cols; ++col) {
       const size_t i = r * c.cols + col;
       bool ok;
-      const double g = c.gamma ? gamma.Get(0, col) : 1.0;
+      const double g =
+          EffectiveScale(c.gamma_offset, c.gamma ? gamma.Get(0, col) : 1.0);
       const double b = c.beta ? beta.Get(0, col) : 0.0;
-      if (c.t.y == SIMDNORM_F32) {
+      if (round_normalized) {
+        const uint32_t got = c.t.y == SIMDNORM_F32 ? FloatBits(out.GetF(r, col))
+                                                   : out.Bits16(r, col);
+        const uint16_t want =
+            c.t.y == SIMDNORM_F32 ? uint16_t{0} : ref_y.Bits16(r, col);
+        ok = CheckRoundNormalized(c.t.x, c.t.y, got, want, ref[i], true_xhat[i],
+                                  g, b, st, &why);
+      } else if (c.t.y == SIMDNORM_F32) {
         ok = CheckF32(out.GetF(r, col), ref[i], xhat[i], g, b, st, &why);
       } else {
-        ok = CheckBf16(out.Bits16(r, col), ref_y.Bits16(r, col), ref[i],
-                       F32Bound(xhat[i], g, b), st, &why);
+        ok = CheckHalf(HalfOf(c.t.y), out.Bits16(r, col), ref_y.Bits16(r, col),
+                       ref[i], F32Bound(xhat[i], g, b), st, &why);
       }
       if (!ok && st->ShouldReport()) {
-        ADD_FAILURE() << c.Describe() << ": row " << r << " col " << col
-                      << " (x = " << Num(x.Stored(values[i])) << "): " << why;
+        ADD_FAILURE() << c.Describe() << ": row " << r << " col " << col << " ("
+                      << input_text(r, col) << "): " << why;
       }
     }
   }
