@@ -1,14 +1,23 @@
 // simdnorm benchmarks: every kind x dtype combination x ISA x shape x thread
 // count, generated from the lists below, with the peers (oneDNN's LayerNorm
-// when built, the hand-written loop, memcpy of the same bytes) beside them.
+// when built, the hand-written loop, memcpy of the same bytes) beside them;
+// then the fused variants of issue #7 against the same work done unfused,
+// and per-head QK-norm shapes.
 //
-// Names: <kind>/<dtype>/<impl>/cols:<N>/rows:<M>/threads:<1|all>, where impl
-// is a Highway target name (AVX3, AVX2, ...; ISAs this CPU lacks are
-// registered and skipped), "onednn", "loop" or "memcpy". bytes_per_second
-// counts x read + y written once per row; s_per_row is the time per row.
+// Names: <op>/<dtype>/<impl>/cols:<N>/rows:<M>/threads:<1|all>, where op is
+// layernorm, rmsnorm, add_layernorm, add_rmsnorm (fused residual add in
+// vLLM's in-place form), rmsnorm_i8 (int8 output, one scale per row),
+// qknorm (RMSNorm of head_dim-wide rows) or qknorm_strided (the same rows
+// 4096 elements apart); impl is a Highway target name (AVX3, AVX2, ...; ISAs
+// this CPU lacks are registered and skipped), "onednn", "loop", "unfused"
+// (the add or quantize loop of bench/peers plus a plain simdnorm call on the
+// best ISA) or "memcpy". bytes_per_second counts the bytes the
+// implementation moves (peers.h: moved_bytes, unfused_moved_bytes);
+// s_per_row is the time per row. Before timing, the simdnorm and unfused
+// runs are checked against the float64 reference on the first rows.
 //
 // With no --benchmark_filter a default subset runs (kDefaultFilter); pass
-// --benchmark_filter=all for the whole cross product (about 10 minutes).
+// --benchmark_filter=all for the whole cross product (about 15 minutes).
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 #include <strings.h>
@@ -24,6 +33,7 @@
 
 #include "peers.h"
 #include "problem.h"
+#include "reference_check.h"
 #include "simdnorm/simdnorm.h"
 
 namespace {
@@ -59,6 +69,20 @@ constexpr size_t kRows[] = {1, 16, 128, 1024, 8192};
 // max_threads: 1 = calling thread, 0 = all (TBB arena default).
 constexpr size_t kThreads[] = {1, 0};
 
+// The fused variants (fused add, int8 output): two hidden sizes, decode, a
+// batch and a prefill, the uniform f32 and bf16 dtypes (for rmsnorm_i8 the
+// dtype is x's and gamma's).
+constexpr size_t kFusedCols[] = {896, 4096};
+constexpr size_t kFusedRows[] = {1, 64, 4096};
+constexpr size_t kFusedDTypes = 2;  // the first two of kDTypes
+// Per-head QK-norm: head_dim rows, tokens x heads of them; the strided form
+// is one head of a [tokens, 4096] projection output (x_stride 4096, y
+// dense), as when Q is a view into the fused QKV output.
+constexpr size_t kHeadDims[] = {64, 128, 256};
+constexpr size_t kQkRows[] = {4096, 32768};
+constexpr size_t kQkStridedRows = 4096;
+constexpr size_t kQkStride = 4096;
+
 // Default subset (no --benchmark_filter given): two hidden sizes, decode,
 // a batch and a prefill, the uniform dtypes, every ISA and peer.
 constexpr const char* kDefaultFilter =
@@ -66,7 +90,7 @@ constexpr const char* kDefaultFilter =
     "rows:(1|128|8192)/";
 constexpr const char* kDefaultMinTime = "0.1";
 
-enum class Impl { kSimdnorm, kOneDnn, kLoop, kMemcpy };
+enum class Impl { kSimdnorm, kOneDnn, kLoop, kUnfused, kMemcpy };
 
 bool SameName(const std::string& a, const char* b) {
   return strcasecmp(a.c_str(), b) == 0;
@@ -89,20 +113,14 @@ std::vector<std::string> IsaNames() {
   return names;
 }
 
-void SetCounters(benchmark::State& state, const simdnorm_desc& d) {
+void SetCounters(benchmark::State& state, const simdnorm_desc& d,
+                 size_t bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
-                          static_cast<int64_t>(simdnorm_peers::moved_bytes(d)));
+                          static_cast<int64_t>(bytes));
   state.counters["s_per_row"] =
       benchmark::Counter(static_cast<double>(d.rows),
                          benchmark::Counter::kIsIterationInvariantRate |
                              benchmark::Counter::kInvert);
-}
-
-bool SameShape(const ProblemShape& a, const ProblemShape& b) {
-  return a.kind == b.kind && a.rows == b.rows && a.cols == b.cols &&
-         a.x_type == b.x_type && a.y_type == b.y_type &&
-         a.param_type == b.param_type && a.gamma == b.gamma &&
-         a.beta == b.beta && a.max_threads == b.max_threads && a.eps == b.eps;
 }
 
 // The implementations of one shape run one after another (see RegisterAll)
@@ -110,11 +128,27 @@ bool SameShape(const ProblemShape& a, const ProblemShape& b) {
 // problem instead of filling up to 2 x 256 MiB again each time.
 const Problem& CachedProblem(const ProblemShape& shape) {
   static std::unique_ptr<Problem> cached;
-  if (!cached || !SameShape(cached->shape(), shape)) {
+  if (!cached || cached->shape() != shape) {
     cached.reset();  // free the old buffers first
     cached = std::make_unique<Problem>(shape);
   }
   return *cached;
+}
+
+bool RunSimdnorm(const simdnorm_desc& d, float*, std::string* why) {
+  const simdnorm_status s = simdnorm_normalize(&d);
+  if (s != SIMDNORM_OK) *why = simdnorm_status_string(s);
+  return s == SIMDNORM_OK;
+}
+
+// Skips the benchmark when the implementation disagrees with the reference.
+bool Checked(benchmark::State& state, const simdnorm_desc& d,
+             const simdnorm_bench::RunFn& run) {
+  const std::string error = simdnorm_bench::CheckAgainstReference(d, run);
+  if (error.empty()) return true;
+  state.SkipWithError(
+      ("check against the float64 reference: " + error).c_str());
+  return false;
 }
 
 void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
@@ -125,6 +159,7 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
   }
   const Problem& p = CachedProblem(shape);
   const simdnorm_desc& d = p.desc();
+  size_t bytes = simdnorm_peers::moved_bytes(d);
   switch (impl) {
     case Impl::kSimdnorm: {
       const simdnorm_status s = simdnorm_normalize(&d);
@@ -132,6 +167,7 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
         state.SkipWithError(simdnorm_status_string(s));
         break;
       }
+      if (!Checked(state, d, RunSimdnorm)) break;
       for (auto _ : state) {
         benchmark::DoNotOptimize(simdnorm_normalize(&d));
         benchmark::ClobberMemory();
@@ -172,6 +208,22 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
       }
       break;
     }
+    case Impl::kUnfused: {
+      std::string why;
+      if (!simdnorm_peers::unfused_normalize(d, p.scratch(), &why)) {
+        state.SkipWithError(why.c_str());
+        break;
+      }
+      if (!Checked(state, d, simdnorm_peers::unfused_normalize)) break;
+      for (auto _ : state) {
+        simdnorm_peers::unfused_normalize(d, p.scratch());
+        benchmark::ClobberMemory();
+      }
+      state.SetLabel(std::string(d.residual ? "add loop" : "quantize loop") +
+                     " + simdnorm " + simdnorm_active_isa());
+      bytes = simdnorm_peers::unfused_moved_bytes(d);
+      break;
+    }
     case Impl::kMemcpy: {
       simdnorm_peers::copy_bytes(d, p.x(), p.y());
       for (auto _ : state) {
@@ -182,57 +234,128 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
     }
   }
   if (impl == Impl::kSimdnorm) simdnorm_set_isa("auto");
-  SetCounters(state, d);
+  SetCounters(state, d, bytes);
+}
+
+struct Entry {
+  Impl impl;
+  std::string name;
+};
+
+// Registers every implementation of one shape, in a row: the output reads as
+// a comparison, and the problem buffers are shared.
+void RegisterShape(const std::string& op, const char* dtype,
+                   const ProblemShape& s, const std::vector<Entry>& impls) {
+  for (const Entry& e : impls) {
+    const std::string name = op + "/" + dtype + "/" + e.name +
+                             "/cols:" + std::to_string(s.cols) +
+                             "/rows:" + std::to_string(s.rows) +
+                             "/threads:" + (s.max_threads == 1 ? "1" : "all");
+    benchmark::RegisterBenchmark(name.c_str(), BM_Normalize, s, e.impl, e.name)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+ProblemShape Shape(simdnorm_kind kind, const DTypeSpec& t, size_t cols,
+                   size_t rows, size_t threads, bool beta) {
+  ProblemShape s;
+  s.kind = kind;
+  s.rows = rows;
+  s.cols = cols;
+  s.x_type = t.x;
+  s.y_type = t.y;
+  s.param_type = t.param;
+  s.gamma = true;
+  s.beta = beta;
+  s.max_threads = threads;
+  return s;
 }
 
 void RegisterAll() {
-  struct Entry {
-    Impl impl;
-    std::string name;
-  };
-  std::vector<Entry> impls;
+  std::vector<Entry> isas;
   for (const std::string& isa : IsaNames()) {
-    impls.push_back({Impl::kSimdnorm, isa});
+    isas.push_back({Impl::kSimdnorm, isa});
   }
-  impls.push_back({Impl::kOneDnn, "onednn"});
-  impls.push_back({Impl::kLoop, "loop"});
-  impls.push_back({Impl::kMemcpy, "memcpy"});
+  auto with = [&](std::initializer_list<Entry> peers) {
+    std::vector<Entry> v = isas;
+    v.insert(v.end(), peers);
+    return v;
+  };
+  const std::vector<Entry> fused =
+      with({{Impl::kUnfused, "unfused"}, {Impl::kMemcpy, "memcpy"}});
+  const std::vector<Entry> qk =
+      with({{Impl::kLoop, "loop"}, {Impl::kMemcpy, "memcpy"}});
 
-  // One shape after another, every implementation of a shape in a row: the
-  // output reads as a comparison, and the problem buffers are shared.
   for (const KindSpec& k : kKinds) {
     for (const DTypeSpec& t : kDTypes) {
+      // oneDNN 2.x: LayerNorm only, one dtype for x and y.
+      const bool onednn = simdnorm_peers::onednn_built() &&
+                          k.kind == SIMDNORM_LAYERNORM && t.x == t.y;
+      const std::vector<Entry> impls =
+          onednn ? with({{Impl::kOneDnn, "onednn"},
+                         {Impl::kLoop, "loop"},
+                         {Impl::kMemcpy, "memcpy"}})
+                 : with({{Impl::kLoop, "loop"}, {Impl::kMemcpy, "memcpy"}});
       for (size_t cols : kCols) {
         for (size_t rows : kRows) {
           for (size_t threads : kThreads) {
-            ProblemShape s;
-            s.kind = k.kind;
-            s.rows = rows;
-            s.cols = cols;
-            s.x_type = t.x;
-            s.y_type = t.y;
-            s.param_type = t.param;
-            s.gamma = true;
-            s.beta = k.beta;
-            s.max_threads = threads;
-            for (const Entry& e : impls) {
-              if (e.impl == Impl::kOneDnn &&
-                  (!simdnorm_peers::onednn_built() ||
-                   k.kind != SIMDNORM_LAYERNORM || t.x != t.y)) {
-                continue;  // oneDNN 2.x: LayerNorm only, one dtype for x, y
-              }
-              const std::string name =
-                  std::string(k.name) + "/" + t.name + "/" + e.name +
-                  "/cols:" + std::to_string(cols) +
-                  "/rows:" + std::to_string(rows) +
-                  "/threads:" + (threads == 1 ? "1" : "all");
-              benchmark::RegisterBenchmark(name.c_str(), BM_Normalize, s,
-                                           e.impl, e.name)
-                  ->UseRealTime()
-                  ->Unit(benchmark::kMicrosecond);
-            }
+            RegisterShape(k.name, t.name,
+                          Shape(k.kind, t, cols, rows, threads, k.beta), impls);
           }
         }
+      }
+    }
+  }
+
+  // Fused residual add, vLLM's fused_add_rms_norm form: sum_out = residual
+  // and y = x, both in place; "unfused" is the add loop, then the norm.
+  for (const KindSpec& k : kKinds) {
+    for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
+      for (size_t cols : kFusedCols) {
+        for (size_t rows : kFusedRows) {
+          for (size_t threads : kThreads) {
+            ProblemShape s =
+                Shape(k.kind, kDTypes[ti], cols, rows, threads, k.beta);
+            s.residual = true;
+            s.in_place = true;
+            RegisterShape(std::string("add_") + k.name, kDTypes[ti].name, s,
+                          fused);
+          }
+        }
+      }
+    }
+  }
+
+  // Int8 output, one scale per row (vLLM's per-token quantization);
+  // "unfused" is the norm to f32 rows, then the quantize loop.
+  for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
+    for (size_t cols : kFusedCols) {
+      for (size_t rows : kFusedRows) {
+        for (size_t threads : kThreads) {
+          ProblemShape s =
+              Shape(SIMDNORM_RMSNORM, kDTypes[ti], cols, rows, threads, false);
+          s.y_type = SIMDNORM_I8;
+          RegisterShape("rmsnorm_i8", kDTypes[ti].name, s, fused);
+        }
+      }
+    }
+  }
+
+  // Per-head QK-norm (RMSNorm with a head_dim-wide gamma).
+  for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
+    for (size_t cols : kHeadDims) {
+      for (size_t threads : kThreads) {
+        for (size_t rows : kQkRows) {
+          RegisterShape(
+              "qknorm", kDTypes[ti].name,
+              Shape(SIMDNORM_RMSNORM, kDTypes[ti], cols, rows, threads, false),
+              qk);
+        }
+        ProblemShape s = Shape(SIMDNORM_RMSNORM, kDTypes[ti], cols,
+                               kQkStridedRows, threads, false);
+        s.x_stride = kQkStride;
+        RegisterShape("qknorm_strided", kDTypes[ti].name, s, qk);
       }
     }
   }

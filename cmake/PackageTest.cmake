@@ -21,6 +21,7 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples -B ${WORK_DIR}/consumer
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/consumer)
 run(${WORK_DIR}/consumer/layernorm_c)
 run(${WORK_DIR}/consumer/rmsnorm_cpp)
+run(${WORK_DIR}/consumer/fused_add_rmsnorm_c)
 
 # pkg-config.
 file(GLOB_RECURSE pc_files ${prefix}/*/simdnorm.pc)

@@ -109,8 +109,9 @@ bool WithParams(const simdnorm_desc& d, size_t r0, size_t r1) {
     case SIMDNORM_BF16:
       Rows<X, Y, Bf16>(d, r0, r1);
       return true;
+    default:
+      return false;  // F16 and I8: not in the textbook loop
   }
-  return false;
 }
 
 template <class X>
@@ -120,8 +121,9 @@ bool WithY(const simdnorm_desc& d, size_t r0, size_t r1) {
       return WithParams<X, float>(d, r0, r1);
     case SIMDNORM_BF16:
       return WithParams<X, Bf16>(d, r0, r1);
+    default:
+      return false;
   }
-  return false;
 }
 
 }  // namespace
@@ -132,8 +134,9 @@ bool naive_rows(const simdnorm_desc& d, size_t r0, size_t r1) {
       return WithY<float>(d, r0, r1);
     case SIMDNORM_BF16:
       return WithY<Bf16>(d, r0, r1);
+    default:
+      return false;
   }
-  return false;
 }
 
 }  // namespace detail

@@ -2,9 +2,10 @@
 // copy for both: the hand-written loop, memcpy of the same bytes, and
 // oneDNN's layer normalization when it was found at configure time.
 //
-// Every peer takes the problem as a simdnorm_desc (dense rows only, the
-// strides must be 0 or cols). max_threads follows simdnorm's meaning:
-// 1 = the calling thread only, 0 = all threads.
+// Every peer takes the problem as a simdnorm_desc. The hand-written loop and
+// the unfused peer follow its strides; copy_bytes copies dense bytes.
+// max_threads follows simdnorm's meaning: 1 = the calling thread only, 0 =
+// all threads.
 #ifndef SIMDNORM_BENCH_PEERS_PEERS_H_
 #define SIMDNORM_BENCH_PEERS_PEERS_H_
 
@@ -16,10 +17,15 @@
 
 namespace simdnorm_peers {
 
+// Bytes per element: 4 (F32), 2 (BF16, F16), 1 (I8).
 size_t dtype_size(simdnorm_dtype t);
+// y_scale floats per row: ceil(cols / quant_group) for I8 output, else 0.
+size_t scales_per_row(const simdnorm_desc& d);
 
-// Bytes the roofline counts for one call: x read and y written, once per row
-// (gamma and beta are cols elements, L1-resident, and are not counted).
+// Bytes the roofline counts for one call: x read and y written, once per row,
+// plus residual read and sum_out written when given (in place too: a read
+// and a write) and the int8 scales (gamma and beta are cols elements,
+// L1-resident, and are not counted).
 size_t moved_bytes(const simdnorm_desc& d);
 
 // The hand-written loop: the textbook code with float accumulators (LayerNorm:
@@ -31,6 +37,23 @@ size_t moved_bytes(const simdnorm_desc& d);
 bool naive_normalize(const simdnorm_desc& d);
 // How the loop was compiled: "-O3 -march=native".
 const char* naive_flags();
+
+// The unfused peer: the work of one fused call (residual add, int8 output)
+// done the way an engine without the fused kernel does it. With a residual:
+// a plain add loop writes sum_out = x + residual (rounded to x_type; f32 and
+// bf16 only; sum_out must be given, and may be residual as in vLLM), then
+// simdnorm_normalize normalizes sum_out into y. With int8 output: the norm
+// writes f32 rows into `scratch` (rows * cols floats, dense), then a
+// quantize loop writes y and y_scale (max|y| per group, scale = max / 127,
+// q = round-half-even(y * 127 / max)). The loops are compiled -O3
+// -march=native (and vectorize); the norm runs on the active ISA. Returns
+// false, with the reason in *why, when it cannot run the descriptor.
+bool unfused_normalize(const simdnorm_desc& d, float* scratch,
+                       std::string* why = nullptr);
+// Bytes the unfused peer moves for d: add (x, residual read, sum written),
+// norm (its input read, y or f32 written), quantize (f32 read, int8 and
+// scales written).
+size_t unfused_moved_bytes(const simdnorm_desc& d);
 
 // Copies moved_bytes(d) / 2 bytes from src to dst: the same number of bytes
 // read plus written as one normalize call on d, in memcpy calls of 64 KiB

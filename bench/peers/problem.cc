@@ -1,5 +1,6 @@
 #include "problem.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -36,11 +37,34 @@ uint16_t ToBf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// IEEE binary16, round to nearest even, for the finite values Fill makes
+// (|f| < 65504; tiny ones become subnormal or zero).
+uint16_t ToF16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const float a = f < 0.0f ? -f : f;
+  if (a < 6.103515625e-05f) {  // below 2^-14: subnormal steps of 2^-24
+    const float steps = a * 16777216.0f;  // exact: a power-of-two scaling
+    uint32_t q = static_cast<uint32_t>(steps);
+    const float rest = steps - static_cast<float>(q);
+    if (rest > 0.5f || (rest == 0.5f && (q & 1u))) ++q;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t m = u & 0x7FFFFFFFu;
+  m += 0xFFFu + ((m >> 13) & 1u);                     // round off 13 bits
+  const uint32_t h = (m >> 13) - ((127 - 15) << 10);  // rebias the exponent
+  return static_cast<uint16_t>(sign | h);
+}
+
 void Fill(void* p, simdnorm_dtype t, size_t n, float offset, float scale,
           Rng& rng) {
   if (t == SIMDNORM_BF16) {
     uint16_t* q = static_cast<uint16_t*>(p);
     for (size_t i = 0; i < n; ++i) q[i] = ToBf16(offset + scale * rng.Bell());
+  } else if (t == SIMDNORM_F16) {
+    uint16_t* q = static_cast<uint16_t*>(p);
+    for (size_t i = 0; i < n; ++i) q[i] = ToF16(offset + scale * rng.Bell());
   } else {
     float* q = static_cast<float*>(p);
     for (size_t i = 0; i < n; ++i) q[i] = offset + scale * rng.Bell();
@@ -56,23 +80,74 @@ Buffer AllocateAligned(size_t bytes) {
   return Buffer(p);
 }
 
+bool ProblemShape::operator==(const ProblemShape& o) const {
+  return kind == o.kind && rows == o.rows && cols == o.cols &&
+         x_type == o.x_type && y_type == o.y_type &&
+         param_type == o.param_type && gamma == o.gamma && beta == o.beta &&
+         max_threads == o.max_threads && eps == o.eps &&
+         residual == o.residual && in_place == o.in_place &&
+         x_stride == o.x_stride && quant_group == o.quant_group &&
+         gamma_offset == o.gamma_offset && flags == o.flags;
+}
+
 Problem::Problem(const ProblemShape& s) : shape_(s) {
   const size_t n = s.rows * s.cols;
-  x_ = AllocateAligned(n * 4);
-  y_ = AllocateAligned(n * 4);
-  Rng rng{0x5EED0000ull + s.cols};
-  Fill(x_.get(), s.x_type, n, 0.25f, 1.0f, rng);
-  std::memset(y_.get(), 0, n * 4);
+  const size_t xs = s.x_stride ? s.x_stride : s.cols;
+  const size_t sx = dtype_size(s.x_type);
   desc_.kind = s.kind;
   desc_.rows = s.rows;
   desc_.cols = s.cols;
-  desc_.x = x_.get();
   desc_.x_type = s.x_type;
-  desc_.y = y_.get();
+  desc_.x_stride = s.x_stride;
   desc_.y_type = s.y_type;
   desc_.param_type = s.param_type;
   desc_.eps = s.eps;
   desc_.max_threads = s.max_threads;
+  desc_.gamma_offset = s.gamma_offset;
+  desc_.flags = s.flags;
+  desc_.quant_group = s.y_type == SIMDNORM_I8 ? s.quant_group : 0;
+  // Pointers set below; non-null placeholders first so that moved_bytes
+  // counts the operands that will be there.
+  static char placeholder;
+  if (s.residual) desc_.residual = desc_.sum_out = &placeholder;
+  const size_t bytes = std::max(s.rows * xs * 4, moved_bytes(desc_) / 2 + 64);
+
+  Rng rng{0x5EED0000ull + s.cols};
+  x_ = AllocateAligned(bytes);
+  std::memset(x_.get(), 0, bytes);  // the gaps between strided rows too
+  for (size_t r = 0; r < s.rows; ++r) {
+    Fill(static_cast<char*>(x_.get()) + r * xs * sx, s.x_type, s.cols, 0.25f,
+         1.0f, rng);
+  }
+  y_ = AllocateAligned(bytes);
+  std::memset(y_.get(), 0, bytes);
+  desc_.x = x_.get();
+  if (s.in_place) {
+    desc_.y = x_.get();
+    desc_.y_stride = s.x_stride;
+  } else {
+    desc_.y = y_.get();
+  }
+  if (s.residual) {
+    residual_ = AllocateAligned(n * sx);
+    Fill(residual_.get(), s.x_type, n, 0.0f, 1.0f, rng);
+    desc_.residual = residual_.get();
+    if (s.in_place) {
+      desc_.sum_out = residual_.get();
+    } else {
+      sum_ = AllocateAligned(n * sx);
+      std::memset(sum_.get(), 0, n * sx);
+      desc_.sum_out = sum_.get();
+    }
+  }
+  if (s.y_type == SIMDNORM_I8) {
+    const size_t scale_bytes = s.rows * scales_per_row(desc_) * 4;
+    y_scale_ = AllocateAligned(scale_bytes);
+    std::memset(y_scale_.get(), 0, scale_bytes);
+    desc_.y_scale = static_cast<float*>(y_scale_.get());
+    scratch_ = AllocateAligned(n * 4);
+    std::memset(scratch_.get(), 0, n * 4);
+  }
   const size_t pbytes = s.cols * dtype_size(s.param_type);
   if (s.gamma) {
     gamma_ = AllocateAligned(pbytes);

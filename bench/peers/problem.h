@@ -31,23 +31,39 @@ struct ProblemShape {
   bool beta = true;
   size_t max_threads = 1;
   float eps = 1e-5f;
+  // The fused variants; the defaults keep the plain problem above.
+  bool residual = false;  // a residual operand; h = x + residual to sum_out
+  // vLLM's in-place form: y = x (same stride; x_type == y_type) and, with a
+  // residual, sum_out = residual. Otherwise every output has its own buffer.
+  bool in_place = false;
+  size_t x_stride = 0;     // elements between rows of x; 0 = cols
+  size_t quant_group = 0;  // y_type I8: elements per scale, 0 = the row
+  float gamma_offset = 0.0f;
+  unsigned flags = 0;
+
+  bool operator==(const ProblemShape& o) const;
+  bool operator!=(const ProblemShape& o) const { return !(*this == o); }
 };
 
 class Problem {
  public:
-  // x ~ 0.25 + N(0, 1)-ish, gamma ~ 1 + small, beta small; y zeroed (so
-  // its pages are touched before any timing). x and y each hold at least
-  // rows * cols * 4 bytes, so the memcpy peer may copy either way.
+  // x ~ 0.25 + N(0, 1)-ish, residual ~ N(0, 1)-ish, gamma ~ 1 + small,
+  // beta small; outputs zeroed (so their pages are touched before any
+  // timing). x and y each hold at least max(rows * x_stride * 4,
+  // moved_bytes(desc()) / 2) bytes, so the memcpy peer may copy either way.
   explicit Problem(const ProblemShape& s);
 
   const simdnorm_desc& desc() const { return desc_; }
   const ProblemShape& shape() const { return shape_; }
   void* x() const { return x_.get(); }
   void* y() const { return y_.get(); }
+  // rows * cols floats for the unfused peer's f32 rows (I8 output only,
+  // else null).
+  float* scratch() const { return static_cast<float*>(scratch_.get()); }
 
  private:
   ProblemShape shape_;
-  Buffer x_, y_, gamma_, beta_;
+  Buffer x_, y_, gamma_, beta_, residual_, sum_, y_scale_, scratch_;
   simdnorm_desc desc_{};
 };
 
