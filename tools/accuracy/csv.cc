@@ -32,7 +32,9 @@ void write_csv(std::ostream& os, const RunOutput& out) {
         "mean,p999,"
         "max_scaled,exact_share,checked,pass,worst_cols,worst_row,worst_col,"
         "worst_input,"
-        "worst_got,worst_want,worst_xhat,violations\n";
+        "worst_got,worst_want,worst_xhat,violations,variant,quant_group,"
+        "max_scale_rel_err,scale_over_bound,sum_out_mismatches,"
+        "inplace_mismatches\n";
   for (const ResultRow& r : out.rows) {
     const Worst& w = r.s.worst;
     std::string violations;
@@ -55,7 +57,21 @@ void write_csv(std::ostream& os, const RunOutput& out) {
     } else {
       os << ",,,,,,,";
     }
-    os << ',' << field(violations) << "\n";
+    os << ',' << field(violations) << ',' << field(r.variant) << ',';
+    if (r.dt.y == SIMDNORM_I8) {
+      Variant v;
+      parse_variant(r.variant, &v);
+      os << v.quant_group << ',' << num(r.s.max_scale_rel, 7) << ','
+         << r.s.scale_over;
+    } else {
+      os << ",,";
+    }
+    os << ',';
+    if (r.s.fused)
+      os << r.s.sum_mismatch << ',' << r.s.inplace_mismatch;
+    else
+      os << ',';
+    os << "\n";
   }
 }
 

@@ -135,10 +135,26 @@ std::vector<Family> default_families() {
       f.gen = b.gen;
       f.eps_zero = b.eps_zero;
       f.bf16q = q != 0;
+      f.f16_range = b.gen != Gen::kHuge1e25 && b.gen != Gen::kHuge1e36 &&
+                    b.gen != Gen::kTiny1e25 && b.gen != Gen::kSubnormal;
       out.push_back(f);
     }
   }
   return out;
+}
+
+std::vector<std::string> realistic_family_names() {
+  return {"normal", "llm-hidden", "student-t2"};
+}
+
+bool family_runs_with(const Family& f, simdnorm_dtype x) {
+  if (f.bf16q && x != SIMDNORM_F32) return false;
+  return x != SIMDNORM_F16 || f.f16_range;
+}
+
+std::vector<float> generate_residual(Gen gen, size_t rows, size_t cols,
+                                     uint64_t seed) {
+  return generate(gen, rows, cols, seed ^ 0x52455349445541ull);  // "RESIDUA"
 }
 
 std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed) {
@@ -229,7 +245,7 @@ bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
   }
   const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                          std::istreambuf_iterator<char>());
-  const size_t elem = type == SIMDNORM_BF16 ? 2 : 4;
+  const size_t elem = is_half(type) ? 2 : 4;
   const size_t row_bytes = cols * elem;
   if (bytes.empty() || bytes.size() % row_bytes != 0) {
     *error = path + ": " + std::to_string(bytes.size()) +
@@ -241,8 +257,9 @@ bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
   out->resize(n);
   for (size_t i = 0; i < n; ++i) {
     const unsigned char* p = bytes.data() + i * elem;
-    if (type == SIMDNORM_BF16) {
-      (*out)[i] = bf16_to_float(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+    if (is_half(type)) {
+      (*out)[i] =
+          half_to_float(type, static_cast<uint16_t>(p[0] | (p[1] << 8)));
     } else {
       const uint32_t u = static_cast<uint32_t>(p[0]) |
                          (static_cast<uint32_t>(p[1]) << 8) |

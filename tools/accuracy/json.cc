@@ -62,6 +62,47 @@ std::string list(const std::vector<T>& v, F f) {
   return s + "]";
 }
 
+std::string u64(uint64_t v) { return std::to_string(v); }
+
+// int8 output: the group scales (null for other outputs).
+std::string int8_json(const std::string& variant, simdnorm_dtype y,
+                      const Stats& s) {
+  if (y != SIMDNORM_I8) return "null";
+  Variant v;
+  parse_variant(variant, &v);
+  std::string w = "null";
+  if (s.scale_worst.valid) {
+    const ScaleWorst& sw = s.scale_worst;
+    w = "{\"cols\": " + std::to_string(sw.cols) +
+        ", \"row\": " + std::to_string(sw.row) +
+        ", \"group\": " + std::to_string(sw.group) +
+        ", \"got\": " + num(sw.got) + ", \"want\": " + num(sw.want) + "}";
+  }
+  return "{\"quant_group\": " + std::to_string(v.quant_group) +
+         ", \"groups\": " + u64(s.groups) +
+         ", \"scale_over_bound\": " + u64(s.scale_over) +
+         ", \"max_scale_rel_err\": " + num_short(s.max_scale_rel) +
+         ", \"worst_scale\": " + w + "}";
+}
+
+// The fused add's checks (null without a residual).
+std::string fused_json(const Stats& s) {
+  if (!s.fused) return "null";
+  std::string w = "null";
+  if (s.sum_worst.valid) {
+    const SumWorst& sw = s.sum_worst;
+    w = "{\"cols\": " + std::to_string(sw.cols) +
+        ", \"row\": " + std::to_string(sw.row) +
+        ", \"col\": " + std::to_string(sw.col) +
+        ", \"got_bits\": " + std::to_string(sw.got_bits) +
+        ", \"want_bits\": " + std::to_string(sw.want_bits) + "}";
+  }
+  return "{\"sum_out_count\": " + u64(s.sum_count) +
+         ", \"sum_out_mismatches\": " + u64(s.sum_mismatch) +
+         ", \"inplace_mismatches\": " + u64(s.inplace_mismatch) +
+         ", \"first_mismatch\": " + w + "}";
+}
+
 }  // namespace
 
 void write_json(std::ostream& os, const RunOutput& out,
@@ -82,6 +123,16 @@ void write_json(std::ostream& os, const RunOutput& out,
     return quote(dtypes_label(d));
   }) << ",\n";
   os << "    \"families\": " << list(meta.families, quote) << ",\n";
+  os << "    \"variants\": " << list(meta.variants, quote) << ",\n";
+  os << "    \"plans\": " << list(meta.plans, [](const Plan& p) {
+    return "{\"variant\": " + quote(p.variant.name()) + ", \"dtypes\": " +
+           list(p.dtypes,
+                [](const Dtypes& d) { return quote(dtypes_label(d)); }) +
+           ", \"families\": " +
+           list(p.families, [](const Family& f) { return quote(f.name); }) +
+           ", \"cols\": " +
+           list(p.cols, [](size_t c) { return std::to_string(c); }) + "}";
+  }) << ",\n";
   if (meta.input_path.empty()) {
     os << "    \"input\": null\n";
   } else {
@@ -92,7 +143,11 @@ void write_json(std::ostream& os, const RunOutput& out,
   os << "  },\n";
   os << "  \"bounds\": {\"f32_max_scaled_ulps\": " << num(kF32MaxScaledUlps)
      << ", \"bf16_min_exact_share\": " << num(kBf16MinExactShare)
-     << ", \"bf16_max_ulps\": " << num(kBf16MaxUlps) << "},\n";
+     << ", \"bf16_max_ulps\": " << num(kBf16MaxUlps)
+     << ", \"f16_min_exact_share\": " << num(kF16MinExactShare)
+     << ", \"f16_max_ulps\": " << num(kF16MaxUlps)
+     << ", \"int8_max_scale_rel_err\": " << num(kI8MaxScaleRelErr)
+     << ", \"int8_max_q_diff\": " << num(kI8MaxQDiff) << "},\n";
   os << "  \"units\": {\"scaled_ulp\": "
      << quote(
             "|got - want| / (2^-23 * (|gamma| * max(1, |xhat|) + |beta|)), "
@@ -101,6 +156,14 @@ void write_json(std::ostream& os, const RunOutput& out,
      << quote(
             "distance in the ordering of bf16 values from the float64 "
             "reference rounded once to bf16")
+     << ", \"f16_ulp\": "
+     << quote(
+            "distance in the ordering of f16 values from the float64 "
+            "reference rounded once to f16")
+     << ", \"int8_q\": "
+     << quote(
+            "|q - q64|, q64 = round-half-even(y64 / scale64), scale64 = "
+            "max |y64| / 127 over the group")
      << "},\n";
   os << "  \"seconds\": " << num_short(meta.seconds) << ",\n";
 
@@ -123,7 +186,10 @@ void write_json(std::ostream& os, const RunOutput& out,
        << ", \"checked\": " << (r.checked ? "true" : "false")
        << ", \"pass\": " << (r.pass() ? "true" : "false")
        << ", \"violations\": " << list(r.violations, quote)
-       << ", \"worst\": " << worst_json(r.s.worst) << "}";
+       << ", \"worst\": " << worst_json(r.s.worst)
+       << ", \"variant\": " << quote(r.variant)
+       << ", \"int8\": " << int8_json(r.variant, r.dt.y, r.s)
+       << ", \"fused_add\": " << fused_json(r.s) << "}";
   }
   os << "\n  ],\n";
 
@@ -144,7 +210,15 @@ void write_json(std::ostream& os, const RunOutput& out,
        << ", \"min_exact_share\": " << num_short(s.min_exact_share)
        << ", \"worst_family\": " << quote(s.worst_family)
        << ", \"checked\": " << (s.checked ? "true" : "false")
-       << ", \"worst\": " << worst_json(s.worst) << "}";
+       << ", \"worst\": " << worst_json(s.worst)
+       << ", \"variant\": " << quote(s.variant) << ", \"max_scale_rel_err\": "
+       << (s.dt.y == SIMDNORM_I8 ? num_short(s.max_scale_rel) : "null")
+       << ", \"scale_over_bound\": "
+       << (s.dt.y == SIMDNORM_I8 ? u64(s.scale_over) : "null")
+       << ", \"sum_out_mismatches\": "
+       << (s.fused ? u64(s.sum_mismatch) : "null")
+       << ", \"inplace_mismatches\": "
+       << (s.fused ? u64(s.inplace_mismatch) : "null") << "}";
   }
   os << "\n  ],\n";
 

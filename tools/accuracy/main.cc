@@ -116,8 +116,8 @@ int run_main(int argc, char** argv) {
   cfg.kinds = opt.kinds.empty() ? std::vector<simdnorm_kind>{SIMDNORM_LAYERNORM,
                                                              SIMDNORM_RMSNORM}
                                 : unique(opt.kinds);
-  cfg.dtypes = opt.dtypes.empty() ? all_dtypes() : unique(opt.dtypes);
-  cfg.cols = opt.cols.empty() ? default_cols() : unique(opt.cols);
+  const std::vector<Dtypes> dtypes = unique(opt.dtypes);
+  const std::vector<size_t> cols = unique(opt.cols);
   cfg.rows = opt.rows ? opt.rows : kDefaultRows;
   cfg.seed = opt.seed;
   cfg.eps = opt.eps;
@@ -125,42 +125,78 @@ int run_main(int argc, char** argv) {
   cfg.progress = !opt.quiet;
   cfg.threads = opt.threads;
 
+  // The families: --input's rows, the selected ones, or (empty) the
+  // defaults: all for plain, the realistic ones for the other variants.
+  std::vector<Family> families;
   if (!opt.input.empty()) {
+    const size_t c = cols[0];
     size_t rows = 0;
-    if (!read_rows(opt.input, opt.input_dtype, cfg.cols[0], &cfg.user_data,
-                   &rows, &err)) {
+    if (!read_rows(opt.input, opt.input_dtype, c, &cfg.user_data, &rows,
+                   &err)) {
       return usage_error(err);
     }
     if (opt.rows && opt.rows < rows) {
       rows = opt.rows;
-      cfg.user_data.resize(rows * cfg.cols[0]);
+      cfg.user_data.resize(rows * c);
     }
     cfg.user_rows = rows;
     Family f;
     f.name = "input";
     f.gen = Gen::kUser;
-    cfg.families.push_back(f);
+    families.push_back(f);
     meta.input_path = opt.input;
     meta.input_dtype = opt.input_dtype;
     meta.input_rows = rows;
   } else {
     const std::vector<Family> all = default_families();
-    if (opt.families.empty()) {
-      cfg.families = all;
-    } else {
-      for (const std::string& name : opt.families) {
-        auto it = std::find_if(all.begin(), all.end(),
-                               [&](const Family& f) { return f.name == name; });
-        if (it == all.end()) {
-          return usage_error("--family: unknown family '" + name +
-                             "' (see --help)");
-        }
-        if (std::none_of(cfg.families.begin(), cfg.families.end(),
-                         [&](const Family& f) { return f.name == name; })) {
-          cfg.families.push_back(*it);
-        }
+    for (const std::string& name : opt.families) {
+      auto it = std::find_if(all.begin(), all.end(),
+                             [&](const Family& f) { return f.name == name; });
+      if (it == all.end()) {
+        return usage_error("--family: unknown family '" + name +
+                           "' (see --help)");
+      }
+      if (std::none_of(families.begin(), families.end(),
+                       [&](const Family& f) { return f.name == name; })) {
+        families.push_back(*it);
       }
     }
+  }
+  std::vector<Family> all_families = families, realistic = families;
+  if (families.empty()) {
+    all_families = default_families();
+    realistic.clear();
+    for (const std::string& name : realistic_family_names()) {
+      for (const Family& f : all_families) {
+        if (f.name == name) realistic.push_back(f);
+      }
+    }
+  }
+
+  // The plans. Given selections apply to every variant; the defaults keep
+  // the default run short: f16 on two hidden sizes, the engine variants on
+  // one hidden size, the realistic families and four dtype combinations.
+  const std::vector<Variant> variants =
+      opt.variants.empty() ? default_variants() : unique(opt.variants);
+  for (const Variant& v : variants) {
+    if (v.plain()) {
+      const std::vector<size_t>& c = cols.empty() ? default_cols() : cols;
+      if (!dtypes.empty()) {
+        cfg.plans.push_back(Plan{v, dtypes, all_families, c});
+      } else {
+        cfg.plans.push_back(Plan{v, f32_bf16_dtypes(), all_families, c});
+        cfg.plans.push_back(Plan{v, f16_dtypes(), all_families,
+                                 cols.empty() ? default_f16_cols() : cols});
+      }
+      continue;
+    }
+    std::vector<Dtypes> dts = dtypes.empty() ? variant_dtypes() : dtypes;
+    if (v.int8) {
+      for (Dtypes& d : dts) d.y = SIMDNORM_I8;
+      dts = unique(dts);
+    }
+    cfg.plans.push_back(
+        Plan{v, dts, realistic, cols.empty() ? default_variant_cols() : cols});
   }
 
   // Open every output before the (long) measurement.
@@ -184,12 +220,34 @@ int run_main(int argc, char** argv) {
 
   meta.seed = cfg.seed;
   meta.rows = cfg.rows;
-  meta.cols = cfg.cols;
   meta.eps = cfg.eps;
   meta.isas = cfg.isas;
   meta.kinds = cfg.kinds;
-  meta.dtypes = cfg.dtypes;
-  for (const Family& f : cfg.families) meta.families.push_back(f.name);
+  meta.plans = cfg.plans;
+  for (const Plan& p : cfg.plans) {
+    const std::string v = p.variant.name();
+    if (std::find(meta.variants.begin(), meta.variants.end(), v) ==
+        meta.variants.end()) {
+      meta.variants.push_back(v);
+    }
+    for (const Dtypes& d : p.dtypes) {
+      if (std::find(meta.dtypes.begin(), meta.dtypes.end(), d) ==
+          meta.dtypes.end()) {
+        meta.dtypes.push_back(d);
+      }
+    }
+    for (const Family& f : p.families) {
+      if (std::find(meta.families.begin(), meta.families.end(), f.name) ==
+          meta.families.end()) {
+        meta.families.push_back(f.name);
+      }
+    }
+    for (size_t c : p.cols) {
+      if (std::find(meta.cols.begin(), meta.cols.end(), c) == meta.cols.end()) {
+        meta.cols.push_back(c);
+      }
+    }
+  }
   meta.seconds = std::chrono::duration<double>(t1 - t0).count();
 
   if (table_to_stdout) write_table(std::cout, out, meta, opt.detail);

@@ -41,6 +41,8 @@ bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
     *t = SIMDNORM_F32;
   } else if (s == "bf16") {
     *t = SIMDNORM_BF16;
+  } else if (s == "f16" || s == "fp16" || s == "half") {
+    *t = SIMDNORM_F16;
   } else {
     return false;
   }
@@ -54,16 +56,53 @@ const std::vector<size_t>& default_cols() {
   return kCols;
 }
 
-std::vector<Dtypes> all_dtypes() {
+const std::vector<size_t>& default_f16_cols() {
+  static const std::vector<size_t> kCols = {896, 1001};
+  return kCols;
+}
+
+const std::vector<size_t>& default_variant_cols() {
+  static const std::vector<size_t> kCols = {1001};
+  return kCols;
+}
+
+namespace {
+
+std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
+                                 bool need_f16) {
   std::vector<Dtypes> out;
-  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16}) {
-    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16}) {
-      for (simdnorm_dtype w : {SIMDNORM_F32, SIMDNORM_BF16}) {
-        out.push_back(Dtypes{x, y, w});
+  for (simdnorm_dtype x : types) {
+    for (simdnorm_dtype y : types) {
+      for (simdnorm_dtype w : types) {
+        const Dtypes d{x, y, w};
+        const bool f16 =
+            x == SIMDNORM_F16 || y == SIMDNORM_F16 || w == SIMDNORM_F16;
+        if (!need_f16 || f16) out.push_back(d);
       }
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<Dtypes> f32_bf16_dtypes() {
+  return combinations({SIMDNORM_F32, SIMDNORM_BF16}, false);
+}
+
+std::vector<Dtypes> f16_dtypes() {
+  return combinations({SIMDNORM_F32, SIMDNORM_F16}, true);
+}
+
+std::vector<Dtypes> all_dtypes() {
+  return combinations({SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}, false);
+}
+
+std::vector<Dtypes> variant_dtypes() {
+  return {Dtypes{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+          Dtypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16},
+          Dtypes{SIMDNORM_F16, SIMDNORM_F16, SIMDNORM_F16},
+          Dtypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_F32}};
 }
 
 void print_usage(std::ostream& os) {
@@ -72,17 +111,32 @@ void print_usage(std::ostream& os) {
 Measures simdnorm's LayerNorm and RMSNorm kernels on every ISA of this machine
 against the float64 reference, beside textbook shortcuts, and checks the
 library against its bounds: fp32 output <= 32 scaled ulps at every element;
-bf16 output >= 99.9% equal to the once-rounded reference and never beyond
-1 bf16 ulp. Exit status: 0 within the bounds, 1 a library row exceeds a bound
-(or a call failed), 2 usage error.
+bf16 and f16 output >= 99.9% equal to the once-rounded reference and never
+beyond 1 ulp (or the rounding of a value within the fp32 bound); int8 output
+scales within 1e-6 relative and q within 1 of the float64 ones; the fused
+add's sum_out bit-exact. Exit status: 0 within the bounds, 1 a library row
+exceeds a bound (or a call failed), 2 usage error.
 
 Selection:
   --isa NAME[,NAME]      ISAs to force (default: every one the library lists)
   --kind K[,K]           layernorm, rmsnorm (default: both)
-  --dtypes X/Y/W[,...]   dtype combinations of x/y/weights, each f32 or bf16
-                         (default: all 8)
-  --family NAME[,NAME]   generated families to run (default: all; see below)
-  --cols N[,N]           hidden sizes (default: 896,4096,1001)
+  --variant V[,V]        plain, fused-add (residual, sum_out), gemma
+                         (gamma_offset 1), hf-round (ROUND_NORMALIZED), int8
+                         (per-row scale), int8-gN (a scale per N elements);
+                         join features with '+', e.g. fused-add+int8-g128
+                         (default: plain,fused-add,gemma,hf-round,int8,
+                         int8-g128)
+  --dtypes X/Y/W[,...]   dtype combinations of x/y/weights, each f32, bf16 or
+                         f16; "all" = the 27 (default for plain: the 8 of
+                         f32 and bf16, and the 7 with f16 and f32 on hidden
+                         sizes 896,1001; for the other variants:
+                         f32/f32/f32, bf16/bf16/bf16, f16/f16/f16,
+                         bf16/bf16/f32; int8 variants make y i8)
+  --family NAME[,NAME]   generated families to run (default: all for plain,
+                         normal,llm-hidden,student-t2 for the other variants;
+                         see below)
+  --cols N[,N]           hidden sizes (default: 896,4096,1001 for plain, 1001
+                         for the other variants)
   --rows N               rows per family and hidden size (default: 64;
                          with --input: the first N rows of the file)
   --seed N               seed of the inputs and weights (default: 1)
@@ -93,7 +147,7 @@ Selection:
 Your own activations:
   --input FILE           raw little-endian rows instead of the generated
                          families; requires a single --cols N
-  --input-dtype f32|bf16 element type of FILE (default: f32)
+  --input-dtype T        element type of FILE: f32, bf16 or f16 (default f32)
 
 Output (the text report goes to stdout unless JSON or CSV does):
   --detail               also one line per (ISA, kind, dtypes, family)
@@ -107,7 +161,11 @@ Families: normal, offset1e3, offset1e4, llm-hidden, first-outlier,
 student-t2, cauchy, near-constant, near-constant-eps0, constant, huge1e25,
 huge1e25-eps0, huge1e36, huge1e36-eps0, tiny1e-25, tiny1e-25-eps0,
 subnormal1e-40, subnormal1e-40-eps0, and each again as bf16q:NAME (rounded
-to bf16; fp32 x only, since bf16 x is rounded anyway). See docs/accuracy.md.
+to bf16; fp32 x only, since bf16 x is rounded anyway). f16 x runs the
+families that fit f16 (not huge*, tiny*, subnormal*). The fused add's
+residual is a second draw of the same family (with --input: the next row).
+--dtypes, --family and --cols, when given, apply to every variant.
+See docs/accuracy.md.
 )";
 }
 
@@ -191,14 +249,33 @@ bool parse_options(int argc, char** argv, Options* opt, std::string* error) {
     } else if (arg == "--dtypes") {
       if (!need(&v)) return fail("--dtypes needs X/Y/W[,X/Y/W]");
       for (const std::string& t : split(v, ',')) {
+        if (t == "all") {
+          for (const Dtypes& d : all_dtypes()) opt->dtypes.push_back(d);
+          continue;
+        }
         const std::vector<std::string> p = split(t, '/');
         Dtypes d;
+        if (p.size() == 3 && p[1] == "i8") {
+          return fail("--dtypes: '" + t +
+                      "': int8 output is --variant int8 (or int8-gN)");
+        }
         if (p.size() != 3 || !parse_dtype(p[0], &d.x) ||
             !parse_dtype(p[1], &d.y) || !parse_dtype(p[2], &d.w)) {
           return fail("--dtypes: '" + t +
-                      "' is not X/Y/W with each f32 or bf16");
+                      "' is not X/Y/W with each f32, bf16 or f16");
         }
         opt->dtypes.push_back(d);
+      }
+    } else if (arg == "--variant") {
+      if (!need(&v) || v.empty()) return fail("--variant needs V[,V]");
+      for (const std::string& n : split(v, ',')) {
+        Variant var;
+        if (!parse_variant(n, &var)) {
+          return fail("--variant: '" + n +
+                      "' is not plain, or fused-add, gemma, hf-round, int8, "
+                      "int8-gN joined with '+'");
+        }
+        opt->variants.push_back(var);
       }
     } else if (arg == "--family") {
       if (!need(&v) || v.empty()) return fail("--family needs NAME[,NAME]");
@@ -239,7 +316,7 @@ bool parse_options(int argc, char** argv, Options* opt, std::string* error) {
       }
     } else if (arg == "--input-dtype") {
       if (!need(&v) || !parse_dtype(v, &opt->input_dtype)) {
-        return fail("--input-dtype needs f32 or bf16");
+        return fail("--input-dtype needs f32, bf16 or f16");
       }
       opt->input_dtype_given = true;
     } else {

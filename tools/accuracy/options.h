@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.h"
+#include "variant.h"
 
 namespace simdnorm_accuracy {
 
@@ -18,6 +19,10 @@ constexpr float kDefaultEps = 1e-5f;
 // Qwen2-0.5B, Llama-7B and an odd size (1001 = 62*16 + 9: every vector
 // width leaves a remainder).
 const std::vector<size_t>& default_cols();
+// The hidden sizes of the default f16 combinations (a full-vector and an
+// odd size: the conversions' tails) and of the default engine variants.
+const std::vector<size_t>& default_f16_cols();
+const std::vector<size_t>& default_variant_cols();
 
 struct Options {
   bool help = false;
@@ -31,8 +36,9 @@ struct Options {
   std::string svg_path;               // "" = none
   std::vector<std::string> isas;      // empty = every ISA of the machine
   std::vector<simdnorm_kind> kinds;   // empty = both
-  std::vector<Dtypes> dtypes;         // empty = all 8
-  std::vector<std::string> families;  // empty = all
+  std::vector<Dtypes> dtypes;         // empty = the defaults (--help)
+  std::vector<std::string> families;  // empty = all (variants: realistic)
+  std::vector<Variant> variants;      // empty = default_variants()
   std::vector<size_t> cols;           // empty = default_cols()
   size_t rows = 0;                    // 0 = default (or all of --input)
   uint64_t seed = kDefaultSeed;
@@ -48,8 +54,16 @@ bool parse_options(int argc, char** argv, Options* opt, std::string* error);
 
 void print_usage(std::ostream& os);
 
-// All 8 combinations, x major: f32/f32/f32, f32/f32/bf16, f32/bf16/f32, ...
+// The 8 combinations of f32 and bf16, x major: f32/f32/f32, f32/f32/bf16,
+// f32/bf16/f32, ...
+std::vector<Dtypes> f32_bf16_dtypes();
+// The 7 combinations of f32 and f16 with at least one f16, x major.
+std::vector<Dtypes> f16_dtypes();
+// All 27 combinations of f32, bf16 and f16, x major.
 std::vector<Dtypes> all_dtypes();
+// The engine variants' default: f32/f32/f32, bf16/bf16/bf16, f16/f16/f16,
+// bf16/bf16/f32 (int8 variants replace y with i8).
+std::vector<Dtypes> variant_dtypes();
 
 }  // namespace simdnorm_accuracy
 

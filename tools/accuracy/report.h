@@ -18,11 +18,14 @@ namespace simdnorm_accuracy {
 struct ReportMeta {
   std::string command;  // the command line
   uint64_t seed = 0;
-  size_t rows = 0;  // rows per generated family and hidden size
-  std::vector<size_t> cols;
+  size_t rows = 0;           // rows per generated family and hidden size
+  std::vector<size_t> cols;  // the union over the plans
   float eps = 0;
   std::vector<std::string> isas;
   std::vector<simdnorm_kind> kinds;
+  std::vector<Plan> plans;            // what was run, variant by variant
+  std::vector<std::string> variants;  // their names, in order
+  // The union over the plans, in order of first appearance.
   std::vector<Dtypes> dtypes;
   std::vector<std::string> families;
   std::string input_path;  // empty unless --input

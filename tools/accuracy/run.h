@@ -1,6 +1,7 @@
-// The measurement loop of simdnorm-accuracy: for every kind, dtype
-// combination, family and hidden size, one float64 reference, then the
-// library on every selected ISA and the shortcuts, all against it.
+// The measurement loop of simdnorm-accuracy: for every kind, plan (variant,
+// dtype combinations, families, hidden sizes), one float64 reference per
+// (family, hidden size), then the library on every selected ISA and the
+// shortcuts, all against it.
 #ifndef SIMDNORM_TOOLS_ACCURACY_RUN_H_
 #define SIMDNORM_TOOLS_ACCURACY_RUN_H_
 
@@ -12,19 +13,27 @@
 #include "common.h"
 #include "inputs.h"
 #include "metrics.h"
+#include "variant.h"
 
 namespace simdnorm_accuracy {
+
+// One variant on its dtype combinations (int8 variants: y = i8), families
+// and hidden sizes.
+struct Plan {
+  Variant variant;
+  std::vector<Dtypes> dtypes;
+  std::vector<Family> families;
+  std::vector<size_t> cols;
+};
 
 struct RunConfig {
   std::vector<std::string> isas;  // as the library lists them, best first
   std::vector<simdnorm_kind> kinds;
-  std::vector<Dtypes> dtypes;
-  std::vector<size_t> cols;
+  std::vector<Plan> plans;
   size_t rows = 0;
   uint64_t seed = 0;
   float eps = 1e-5f;  // for families that do not use eps = 0
-  std::vector<Family> families;
-  // --input: one family ("input", Gen::kUser) with these rows x cols[0].
+  // --input: one family ("input", Gen::kUser) with these rows x cols.
   std::vector<float> user_data;
   size_t user_rows = 0;
   bool shortcuts = true;
@@ -34,7 +43,7 @@ struct RunConfig {
 
 struct RunOutput {
   // Library rows (per ISA, best first) then shortcut rows, each ordered by
-  // kind, dtype combination and family.
+  // variant, kind, dtype combination and family.
   std::vector<ResultRow> rows;
   // Calls that failed and reference self-check disagreements: each makes
   // the run fail.

@@ -1,7 +1,8 @@
 // A handwritten SVG chart: per family, one horizontal bar per ISA and
 // shortcut, on log scales. Left panel: fp32 output, max scaled ulps. Right
-// panel: bf16 output, share of elements not equal to the once-rounded truth.
-// Each bar is the worst over kinds and dtype combinations.
+// panel: bf16 and f16 output, share of elements not equal to the
+// once-rounded truth. Each bar is the worst over kinds and dtype
+// combinations of the plain calls (the engine variants are in the tables).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -129,7 +130,8 @@ void write_svg(std::ostream& os, const RunOutput& out, const ReportMeta& meta) {
   f32.title = "fp32 output: max scaled ulps (log scale)";
   f32.bound = kF32MaxScaledUlps;
   f32.bound_label = "bound 32";
-  bf.title = "bf16 output: share not equal to the once-rounded truth (log)";
+  bf.title =
+      "bf16 and f16 output: share not equal to the once-rounded truth (log)";
   bf.bound = 1.0 - kBf16MinExactShare;
   bf.bound_label = "bound 0.1%";
   bf.lo_exp = -6;
@@ -151,18 +153,18 @@ void write_svg(std::ostream& os, const RunOutput& out, const ReportMeta& meta) {
   };
   double hi = 1e3;
   for (const ResultRow& r : out.rows) {
-    if (r.s.count == 0) continue;
-    Panel* p = r.bf16_out() ? &bf : &f32;
+    if (r.s.count == 0 || r.variant != "plain") continue;
+    Panel* p = r.half_out() ? &bf : &f32;
     const size_t si = series_index(p, r);
-    const double v = r.bf16_out() ? 1.0 - r.s.exact_share() : r.s.max;
+    const double v = r.half_out() ? 1.0 - r.s.exact_share() : r.s.max;
     auto& cell = p->values[r.family];
     auto it = cell.find(si);
     if (it == cell.end() || v > it->second || std::isnan(v)) cell[si] = v;
-    if (r.bf16_out()) {
+    if (r.half_out()) {
       double& mu = p->max_ulps[r.family][si];
       mu = std::max(mu, r.s.max);
     }
-    if (!r.bf16_out() && std::isfinite(v)) hi = std::max(hi, v);
+    if (!r.half_out() && std::isfinite(v)) hi = std::max(hi, v);
   }
   f32.lo_exp = -2;
   f32.hi_exp = std::min(30.0, std::ceil(std::log10(hi)));
@@ -200,16 +202,16 @@ void write_svg(std::ostream& os, const RunOutput& out, const ReportMeta& meta) {
   os << "<text x=\"10\" y=\"56\" class=\"s\">bars: library per ISA "
         "(blue/green) "
         "and textbook shortcuts (red/orange/pink); a dot marks zero error, "
-        "'inf' a non-finite result, 'simdnorm max N ulps' a library bf16 "
-        "result beyond 1 bf16 ulp</text>\n";
+        "'inf' a non-finite result, 'simdnorm max N ulps' a library bf16 or "
+        "f16 result beyond 1 ulp</text>\n";
   // Legends, one line per panel.
   const Panel* panels[2] = {&f32, &bf};
   for (int pi = 0; pi < 2; ++pi) {
     double x = 10;
     const double y = 78 + 16.0 * pi;
     os << "<text x=\"" << x << "\" y=\"" << y + 9 << "\" class=\"lg\">"
-       << (pi == 0 ? "fp32 out:" : "bf16 out:") << "</text>\n";
-    x += 70;
+       << (pi == 0 ? "fp32 out:" : "16-bit out:") << "</text>\n";
+    x += 80;
     for (const Series& s : panels[pi]->series) {
       os << "<rect x=\"" << x << "\" y=\"" << y
          << "\" width=\"10\" height=\"10\""

@@ -53,13 +53,6 @@ std::string status_of(bool checked, bool exceeds) {
   return exceeds ? "(exceeds)" : "(within)";
 }
 
-bool summary_exceeds(const SummaryRow& s) {
-  if (s.bf16_out()) {
-    return s.min_exact_share < kBf16MinExactShare || s.over > 0;
-  }
-  return !(s.max <= kF32MaxScaledUlps);
-}
-
 bool row_exceeds(const ResultRow& r) {
   ResultRow copy = r;
   copy.checked = true;
@@ -97,21 +90,49 @@ void write_header(std::ostream& os, const ReportMeta& meta) {
   os << "  fp32 out: scaled ulps = |got - want| / (2^-23 (|gamma| "
         "max(1,|xhat|) + "
         "|beta|)), bound <= 32\n";
-  os << "  bf16 out: bf16 ulps from the float64 truth rounded once, bound <= "
-        "1; "
-        "exact% = share equal to it, bound >= 99.9\n";
+  os << "  bf16/f16 out: ulps of the format from the float64 truth rounded "
+        "once, bound <= 1 (or the rounding of a value\n"
+        "  within the fp32 bound); exact% = share equal to it, bound >= "
+        "99.9\n";
+  os << "  i8 out: q = |q - q64|, bound <= 1; scale rel = |scale - "
+        "scale64| / scale64, bound <= 1e-06\n";
   os << "  information only: exact% for fp32 out (share equal to the truth "
-        "rounded once to fp32); scaled for bf16 out\n"
-        "  (largest error in units of 2^-7 (|gamma| max(1,|xhat|) + |beta|); "
-        "correct rounding gives <= 0.5)\n\n";
+        "rounded once to fp32); scaled for bf16/f16 out\n"
+        "  (largest error in units of 2^-7 or 2^-10 (|gamma| max(1,|xhat|) + "
+        "|beta|); correct rounding gives <= 0.5)\n";
+  if (meta.variants.size() > 1 ||
+      (meta.variants.size() == 1 && meta.variants[0] != "plain")) {
+    os << "  variants:";
+    for (const Plan& p : meta.plans) {
+      std::string c;
+      for (size_t i = 0; i < p.cols.size(); ++i) {
+        c += (i ? "," : "") + std::to_string(p.cols[i]);
+      }
+      os << "\n    " << p.variant.name() << ": " << p.dtypes.size()
+         << " dtype combinations, " << p.families.size() << " families, cols "
+         << c;
+    }
+    os << "\n  fused-add: sum_out must equal h = x + residual rounded once to "
+          "x (bit-exact), and the in-place form\n"
+          "  (sum_out = residual, y = x) the out-of-place call; hf-round: "
+          "either rounding of xhat to x is right where\n"
+          "  the float64 xhat lies within the fp32 bound of a rounding "
+          "boundary (the error is to the nearer one)\n";
+  }
+  os << "\n";
 }
 
-void write_summary(std::ostream& os, const std::vector<SummaryRow>& sum) {
+void write_summary(std::ostream& os, const std::vector<SummaryRow>& all) {
+  std::vector<SummaryRow> sum;
+  for (const SummaryRow& s : all) {
+    if (s.variant == "plain") sum.push_back(s);
+  }
+  if (sum.empty()) return;
   os << "Summary per ISA, kind and dtypes: max = worst over families (worst "
         "family: where it occurs), mean over all\n"
         "elements, p99.9 = the largest family p99.9, exact% = the lowest "
         "family "
-        "share, scaled = the largest (bf16 out)\n";
+        "share, scaled = the largest (bf16/f16 out)\n";
   TextTable t({"isa", "method", "kind", "x/y/w", "unit", "max", "mean", "p99.9",
                "exact%", "scaled", "worst family", "status", "worst element"},
               "lllllrrrrrlll");
@@ -125,11 +146,49 @@ void write_summary(std::ostream& os, const std::vector<SummaryRow>& sum) {
       status = "FAIL(" + std::to_string(s.failing) + ")";
     }
     t.add({s.isa, s.method, kind_name(s.kind), dtypes_label(s.dt),
-           s.bf16_out() ? "bf16" : "scaled", format_error(s.max),
-           format_error(s.mean), format_error(s.p999),
-           format_share(s.min_exact_share),
-           s.bf16_out() ? format_error(s.max_scaled) : "-", s.worst_family,
+           unit_label(s.dt.y), format_error(s.max), format_error(s.mean),
+           format_error(s.p999), format_share(s.min_exact_share),
+           s.half_out() ? format_error(s.max_scaled) : "-", s.worst_family,
            status, format_worst(s.worst)});
+  }
+  t.print(os);
+  os << "\n";
+}
+
+// The engine variants, library rows only: the same columns, plus the int8
+// scales' largest relative error and the fused add's sum_out check.
+void write_variants(std::ostream& os, const std::vector<SummaryRow>& all) {
+  std::vector<SummaryRow> sum;
+  for (const SummaryRow& s : all) {
+    if (s.variant != "plain" && s.checked) sum.push_back(s);
+  }
+  if (sum.empty()) return;
+  os << "Engine variants per ISA, kind and dtypes (as above; scale rel = "
+        "the largest relative error of an int8 scale,\n"
+        "sum_out = elements of sum_out not bit-exact and of the in-place "
+        "form differing from the out-of-place call)\n";
+  TextTable t({"isa", "kind", "variant", "x/y/w", "unit", "max", "mean",
+               "p99.9", "exact%", "scale rel", "sum_out", "worst family",
+               "status", "worst element"},
+              "lllllrrrrrrlll");
+  std::string last;
+  for (const SummaryRow& s : sum) {
+    if (!last.empty() && s.isa != last) t.separator();
+    last = s.isa;
+    std::string status = summary_exceeds(s) ? "FAIL" : "ok";
+    if (s.failing) status = "FAIL(" + std::to_string(s.failing) + ")";
+    std::string sum_out = "-";
+    if (s.fused) {
+      sum_out = s.sum_mismatch + s.inplace_mismatch == 0
+                    ? "exact"
+                    : std::to_string(s.sum_mismatch) + "+" +
+                          std::to_string(s.inplace_mismatch) + " differ";
+    }
+    t.add({s.isa, kind_name(s.kind), s.variant, dtypes_label(s.dt),
+           unit_label(s.dt.y), format_error(s.max), format_error(s.mean),
+           format_error(s.p999), format_share(s.min_exact_share),
+           s.dt.y == SIMDNORM_I8 ? format_error(s.max_scale_rel) : "-", sum_out,
+           s.worst_family, status, format_worst(s.worst)});
   }
   t.print(os);
   os << "\n";
@@ -144,28 +203,38 @@ void write_families(std::ostream& os, const RunOutput& out,
   };
   const std::vector<std::string> methods = {
       "simdnorm", "onepass-f32", "twopass-f32", "eps-outside", "trunc-bf16"};
-  // [family][method][y]
-  std::map<std::string, std::map<std::string, std::array<Cell, 2>>> cells;
+  // [family][method][y: f32, bf16, f16]
+  std::map<std::string, std::map<std::string, std::array<Cell, 3>>> cells;
   std::map<std::string, float> eps_of;
   std::map<std::string, double> excluded;  // largest excluded share
   for (const ResultRow& r : out.rows) {
+    if (r.variant != "plain") continue;
     eps_of[r.family] = r.eps;
     const double all = static_cast<double>(r.s.count + r.s.excluded);
     double& e = excluded[r.family];
     if (all > 0) e = std::max(e, static_cast<double>(r.s.excluded) / all);
     if (r.s.count == 0) continue;
-    Cell& c = cells[r.family][r.method][r.bf16_out() ? 1 : 0];
+    Cell& c =
+        cells[r.family][r.method]
+             [r.dt.y == SIMDNORM_BF16 ? 1 : (r.dt.y == SIMDNORM_F16 ? 2 : 0)];
     c.any = true;
     c.max = std::max(c.max, r.s.max);
     c.share = std::min(c.share, r.s.exact_share());
   }
-  os << "Per family: worst over ISAs, kinds and dtypes (fp32 out: max scaled "
-        "ulps; bf16 out: lowest exact% / max bf16 ulps;\n"
+  os << "Per family (plain calls): worst over ISAs, kinds and dtypes (fp32 "
+        "out: max scaled ulps; bf16/f16 out: lowest exact% / max ulps;\n"
         "excl% = largest share of elements excluded because the float64 "
         "truth is not finite)\n";
-  TextTable t({"family", "eps", "excl%", "simdnorm", "onepass-f32",
-               "twopass-f32", "eps-outside", "simdnorm bf16", "trunc-bf16"},
-              "lrrrrrrrr");
+  bool any_f16 = false;
+  for (const auto& [fam, by_method] : cells) {
+    auto it = by_method.find("simdnorm");
+    if (it != by_method.end() && it->second[2].any) any_f16 = true;
+  }
+  std::vector<std::string> header = {
+      "family",      "eps",         "excl%",         "simdnorm",  "onepass-f32",
+      "twopass-f32", "eps-outside", "simdnorm bf16", "trunc-bf16"};
+  if (any_f16) header.push_back("simdnorm f16");
+  TextTable t(header, "lrrrrrrrrr");
   for (const std::string& fam : meta.families) {
     if (!eps_of.count(fam)) continue;
     auto& cell = cells[fam];
@@ -179,11 +248,14 @@ void write_families(std::ostream& os, const RunOutput& out,
       const Cell& c = cell[methods[m]][0];
       row.push_back(c.any ? format_error(c.max) : "-");
     }
-    for (const char* m : {"simdnorm", "trunc-bf16"}) {
-      const Cell& c = cell[m][1];
+    auto half_cell = [&](const char* m, int y) {
+      const Cell& c = cell[m][y];
       row.push_back(c.any ? format_share(c.share) + " / " + format_error(c.max)
                           : "-");
-    }
+    };
+    half_cell("simdnorm", 1);
+    half_cell("trunc-bf16", 1);
+    if (any_f16) half_cell("simdnorm", 2);
     t.add(row);
   }
   t.print(os);
@@ -193,19 +265,20 @@ void write_families(std::ostream& os, const RunOutput& out,
 void write_detail(std::ostream& os, const RunOutput& out) {
   os << "Detail per ISA or shortcut, kind, dtypes and family (all hidden sizes "
         "together)\n";
-  TextTable t(
-      {"isa", "method", "kind", "x/y/w", "family", "eps", "count", "excl",
-       "max", "mean", "p99.9", "exact%", "scaled", "status", "worst element"},
-      "llllllrrrrrrrll");
+  TextTable t({"isa", "method", "kind", "variant", "x/y/w", "family", "eps",
+               "count", "excl", "max", "mean", "p99.9", "exact%", "scaled",
+               "status", "worst element"},
+              "lllllllrrrrrrrll");
   for (const ResultRow& r : out.rows) {
     const std::string eps = shortest_float(r.eps);
     std::string status = status_of(r.checked, row_exceeds(r));
     if (r.checked && !r.pass()) status = "FAIL";
-    t.add({r.isa, r.method, kind_name(r.kind), dtypes_label(r.dt), r.family,
-           eps, std::to_string(r.s.count), std::to_string(r.s.excluded),
-           format_error(r.s.max), format_error(r.s.mean),
-           format_error(r.s.p999), format_share(r.s.exact_share()),
-           r.bf16_out() ? format_error(r.s.max_scaled) : "-", status,
+    t.add({r.isa, r.method, kind_name(r.kind), r.variant, dtypes_label(r.dt),
+           r.family, eps, std::to_string(r.s.count),
+           std::to_string(r.s.excluded), format_error(r.s.max),
+           format_error(r.s.mean), format_error(r.s.p999),
+           format_share(r.s.exact_share()),
+           r.half_out() ? format_error(r.s.max_scaled) : "-", status,
            format_worst(r.s.worst)});
   }
   t.print(os);
@@ -250,6 +323,7 @@ std::vector<std::string> failure_lines(const RunOutput& out) {
     if (!r.checked || r.pass()) continue;
     for (const std::string& v : r.violations) {
       lines.push_back(r.isa + " " + kind_name(r.kind) + " " +
+                      (r.variant == "plain" ? "" : r.variant + " ") +
                       dtypes_label(r.dt) + " " + r.family + ": " + v);
     }
   }
@@ -259,7 +333,9 @@ std::vector<std::string> failure_lines(const RunOutput& out) {
 void write_table(std::ostream& os, const RunOutput& out, const ReportMeta& meta,
                  bool detail) {
   write_header(os, meta);
-  write_summary(os, summarize(out.rows));
+  const std::vector<SummaryRow> sum = summarize(out.rows);
+  write_summary(os, sum);
+  write_variants(os, sum);
   write_families(os, out, meta);
   if (detail) write_detail(os, out);
   size_t lib_rows = 0, failing = 0;

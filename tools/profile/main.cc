@@ -100,20 +100,37 @@ int Run(int argc, char** argv) {
 
   std::vector<Config> configs;
   for (simdnorm_kind kind : o.kinds) {
-    for (const DTypes& t : o.dtypes) {
-      for (size_t cols : o.cols) {
-        for (size_t threads : o.threads) {
-          for (size_t rows : o.rows) {
-            Config c;
-            c.kind = kind;
-            c.cols = cols;
-            c.rows = rows;
-            c.dtypes = t;
-            c.threads = threads;
-            configs.push_back(c);
+    for (const Variant& v : o.variants) {
+      for (DTypes t : o.dtypes) {
+        if (v.int8) t.y = SIMDNORM_I8;
+        for (size_t cols : o.cols) {
+          for (size_t threads : o.threads) {
+            for (size_t rows : o.rows) {
+              Config c;
+              c.kind = kind;
+              c.cols = cols;
+              c.rows = rows;
+              c.dtypes = t;
+              c.threads = threads;
+              c.variant = v;
+              configs.push_back(c);
+            }
           }
         }
       }
+    }
+  }
+  if (o.fused_line) {
+    // vLLM's fused_add_rms_norm step on a Qwen2-0.5B-sized batch.
+    for (size_t threads : o.threads) {
+      Config c;
+      c.kind = SIMDNORM_RMSNORM;
+      c.cols = 896;
+      c.rows = 4096;
+      c.dtypes = DTypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16};
+      c.threads = threads;
+      c.variant.fused_add = true;
+      configs.push_back(c);
     }
   }
 
@@ -121,11 +138,13 @@ int Run(int argc, char** argv) {
   std::vector<ConfigResult> results;
   for (size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];
-    char prefix[160];
-    std::snprintf(prefix, sizeof(prefix), "[%zu/%zu] %s %s %zux%zu threads %s",
-                  i + 1, configs.size(), KindName(c.kind),
-                  DTypesName(c.dtypes).c_str(), c.cols, c.rows,
-                  c.threads == 0 ? "all" : std::to_string(c.threads).c_str());
+    char prefix[200];
+    std::snprintf(
+        prefix, sizeof(prefix), "[%zu/%zu] %s%s%s %s %zux%zu threads %s", i + 1,
+        configs.size(), KindName(c.kind), c.variant.plain() ? "" : " ",
+        c.variant.plain() ? "" : c.variant.Name().c_str(),
+        DTypesName(c.dtypes).c_str(), c.cols, c.rows,
+        c.threads == 0 ? "all" : std::to_string(c.threads).c_str());
     if (!tty) std::fprintf(stderr, "%s\n", prefix);
     auto progress = [&](const std::string& what) {
       if (tty) std::fprintf(stderr, "\r\033[K%s: %s", prefix, what.c_str());
@@ -180,6 +199,24 @@ int Run(int argc, char** argv) {
     if (f) {
       WriteSvg(f, meta, results);
       ok = CloseOut(f) && ok;
+    }
+  }
+  if (o.strict) {
+    for (const ConfigResult& c : results) {
+      for (const ImplResult& r : c.impls) {
+        if (r.type != ImplType::kSimdnorm) continue;
+        if (!r.error.empty() || !r.err_ok) {
+          std::fprintf(
+              stderr,
+              "simdnorm-profile: --strict: %s %s %s %zux%zu "
+              "%s: %s\n",
+              KindName(c.config.kind), c.config.variant.Name().c_str(),
+              DTypesName(c.config.dtypes).c_str(), c.config.cols, c.config.rows,
+              r.name.c_str(),
+              r.error.empty() ? "output off the reference" : r.error.c_str());
+          ok = false;
+        }
+      }
     }
   }
   return ok ? 0 : 1;

@@ -17,33 +17,43 @@ struct Config {
   simdnorm_kind kind = SIMDNORM_LAYERNORM;
   size_t cols = 896;
   size_t rows = 1;
-  DTypes dtypes;
+  DTypes dtypes;       // for int8 variants y is SIMDNORM_I8
   size_t threads = 1;  // max_threads: 1 or 0 = all
+  Variant variant;
 };
 
-enum class ImplType { kSimdnorm, kMemcpy, kLoop, kOneDnn };
+// kUnfused: the fused variants' work as separate passes (an add loop,
+// simdnorm on the first ISA, a quantize loop), bench/peers' unfused peer.
+enum class ImplType { kSimdnorm, kMemcpy, kLoop, kOneDnn, kUnfused };
 
 struct ImplResult {
-  std::string name;  // the ISA for simdnorm; "memcpy", "loop", "oneDNN"
+  std::string name;  // the ISA for simdnorm; "memcpy", "loop", "oneDNN",
+                     // "unfused"
   ImplType type = ImplType::kSimdnorm;
   std::string error;       // non-empty: not measured, this says why
   std::string note;        // a remark printed under the table
   double median_ns = 0.0;  // per call, median of the batches
   double min_ns = 0.0;     // per call, fastest batch
+  size_t bytes = 0;        // moved per call by this implementation
   // Largest |y - reference| over the checked rows, in units of the last
-  // place of y's dtype at max(|reference|, 1); negative when not checked.
+  // place of y's dtype at max(|reference|, 1) (int8 output: largest
+  // |q - q_reference|); negative when not checked.
   double err_ulp = -1.0;
   bool err_ok = true;  // within the tolerance (simdnorm only)
+  // Why err_ok is false beyond err_ulp (an int8 scale, sum_out); or "".
+  std::string err_detail;
 };
 
 struct ConfigResult {
   Config config;
-  size_t moved_bytes = 0;  // per call: x read + y written
+  // Per call: x read + y written (+ residual, sum_out, int8 scales).
+  size_t moved_bytes = 0;
   std::vector<ImplResult> impls;
 };
 
 struct MeasureSettings {
-  std::vector<std::string> isas;  // forced with simdnorm_set_isa, in order
+  std::vector<std::string> isas;  // forced with simdnorm_set_isa, in order;
+                                  // the unfused peer runs on the first
   bool peers = true;
   bool check = true;
   size_t reps = 9;

@@ -16,22 +16,33 @@ constexpr const char* kUsage =
     "Measures simdnorm's LayerNorm and RMSNorm on this machine, every ISA,\n"
     "against memcpy of the same bytes, the hand-written loop and oneDNN's\n"
     "LayerNorm (when built in). Default: hidden size 896, rows 1,64,4096,\n"
-    "both kinds, f32 and bf16, 1 thread and all threads (about 15 s).\n"
+    "both kinds, f32 and bf16, 1 thread and all threads, plus one fused-add\n"
+    "line (RMSNorm bf16, rows 4096: vLLM's pre-norm step, against the\n"
+    "unfused add loop + norm) (about 15 s).\n"
     "\n"
     "  --cols N[,N...]        hidden sizes (default 896)\n"
     "  --rows N[,N...]        rows per call (default 1,64,4096)\n"
     "  --isa NAME[,NAME...]   ISAs to force (default: every ISA listed by\n"
     "                         simdnorm_isa_name on this machine)\n"
     "  --kind K[,K]           layernorm, rmsnorm (default both)\n"
-    "  --dtype T[,T...]       f32, bf16, or X:Y[:P] for mixed x, y and\n"
+    "  --dtype T[,T...]       f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
     "                         parameter types, e.g. bf16:f32 (P = Y when\n"
-    "                         left out) (default f32,bf16)\n"
+    "                         left out) (default f32,bf16; --dtypes too)\n"
+    "  --variant V[,V...]     plain, fused-add (residual in, sum_out out),\n"
+    "                         gemma (gamma_offset 1), hf-round\n"
+    "                         (ROUND_NORMALIZED), int8 (y int8, a scale per\n"
+    "                         row), int8-gN (a scale per N elements); join\n"
+    "                         with '+', e.g. fused-add+int8 (default plain;\n"
+    "                         this or --kind, --dtype, --cols, --rows drops\n"
+    "                         the default fused-add line)\n"
     "  --threads N[,N]        max_threads values; 0 = all (default 1,0)\n"
     "  --reps N               timed batches per measurement (default 9);\n"
     "                         the table reports their median\n"
     "  --batch-ms MS          length of one batch (default 4)\n"
     "  --no-peers             simdnorm only (no memcpy, loop, oneDNN)\n"
     "  --no-check             skip the comparison with the float64 reference\n"
+    "  --strict               exit status 1 when a simdnorm call fails or its\n"
+    "                         output is off the reference (a smoke test)\n"
     "  --json [FILE]          results as JSON (stdout when FILE is absent)\n"
     "  --csv [FILE]           results as CSV (stdout when FILE is absent)\n"
     "  --svg FILE             GB/s per ISA as a grouped SVG bar chart\n"
@@ -41,12 +52,15 @@ constexpr const char* kUsage =
     "                         <!-- simdnorm-profile:begin/end --> in FILE\n"
     "  --help                 this text\n"
     "\n"
-    "GB/s counts x read + y written once per row: rows * cols * (sizeof x +\n"
-    "sizeof y) bytes per call; gamma and beta are not counted.\n"
-    "'of memcpy' = time of memcpy of those bytes / time of the row's\n"
-    "implementation (1.00 = memcpy speed); 'vs loop' and 'vs oneDNN' = the\n"
-    "peer's time / this implementation's time (above 1 = faster than the\n"
-    "peer).\n";
+    "GB/s counts the bytes a call moves once per row: x read + y written,\n"
+    "plus the residual read and sum_out written (fused add) and the int8\n"
+    "scales; gamma and beta are not counted. The unfused peer (variants\n"
+    "with a fused add or int8 output: an add loop, simdnorm on the first\n"
+    "ISA, a quantize loop) is counted with the bytes it moves itself.\n"
+    "'of memcpy' = time of memcpy of the call's bytes / time of the row's\n"
+    "implementation (1.00 = memcpy speed); 'vs loop', 'vs oneDNN' and 'vs\n"
+    "unfused' = the peer's time / this implementation's time (above 1 =\n"
+    "faster than the peer).\n";
 
 std::vector<std::string> Split(const std::string& s) {
   std::vector<std::string> out;
@@ -80,6 +94,11 @@ bool ParseDType(const std::string& s, simdnorm_dtype* t) {
     *t = SIMDNORM_BF16;
     return true;
   }
+  if (strcasecmp(s.c_str(), "f16") == 0 || strcasecmp(s.c_str(), "fp16") == 0 ||
+      strcasecmp(s.c_str(), "half") == 0) {
+    *t = SIMDNORM_F16;
+    return true;
+  }
   return false;
 }
 
@@ -109,10 +128,72 @@ int Fail(const std::string& msg) {
 
 }  // namespace
 
+const char* DTypeName(simdnorm_dtype t) {
+  switch (t) {
+    case SIMDNORM_BF16:
+      return "bf16";
+    case SIMDNORM_F16:
+      return "f16";
+    case SIMDNORM_I8:
+      return "i8";
+    default:
+      return "f32";
+  }
+}
+
 std::string DTypesName(const DTypes& t) {
-  auto n = [](simdnorm_dtype d) { return d == SIMDNORM_BF16 ? "bf16" : "f32"; };
-  if (t.x == t.y && t.y == t.param) return n(t.x);
-  return std::string(n(t.x)) + ":" + n(t.y) + ":" + n(t.param);
+  if (t.x == t.y && t.y == t.param) return DTypeName(t.x);
+  return std::string(DTypeName(t.x)) + ":" + DTypeName(t.y) + ":" +
+         DTypeName(t.param);
+}
+
+std::string Variant::Name() const {
+  std::string s;
+  auto add = [&](const std::string& f) { s += (s.empty() ? "" : "+") + f; };
+  if (fused_add) add("fused-add");
+  if (gemma) add("gemma");
+  if (hf_round) add("hf-round");
+  if (int8) add(quant_group ? "int8-g" + std::to_string(quant_group) : "int8");
+  return s.empty() ? "plain" : s;
+}
+
+bool ParseVariant(const std::string& s, Variant* v) {
+  Variant out;
+  if (strcasecmp(s.c_str(), "plain") == 0) {
+    *v = out;
+    return true;
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t end = s.find('+', start);
+    const std::string f =
+        s.substr(start, end == std::string::npos ? end : end - start);
+    bool* flag = nullptr;
+    if (f == "fused-add") {
+      flag = &out.fused_add;
+    } else if (f == "gemma") {
+      flag = &out.gemma;
+    } else if (f == "hf-round") {
+      flag = &out.hf_round;
+    } else if (f == "int8" || f.rfind("int8-g", 0) == 0) {
+      flag = &out.int8;
+      if (f != "int8") {
+        size_t g;
+        if (!ParseSize(f.substr(6), &g) || g == 0 || g > (size_t{1} << 24)) {
+          return false;
+        }
+        out.quant_group = g;
+      }
+    } else {
+      return false;
+    }
+    if (*flag) return false;  // repeated
+    *flag = true;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  *v = out;
+  return true;
 }
 
 const char* KindName(simdnorm_kind k) {
@@ -169,8 +250,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
       std::fputs(kUsage, stdout);
       return -1;
     } else if (arg == "--cols") {
+      o->fused_line = false;
       if (int r = sizes(&o->cols, false)) return r;
     } else if (arg == "--rows") {
+      o->fused_line = false;
       if (int r = sizes(&o->rows, false)) return r;
     } else if (arg == "--threads") {
       if (int r = sizes(&o->threads, true)) return r;
@@ -179,6 +262,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
       if (!need(&v)) return Fail("--isa needs a value");
       o->isas = Split(v);
     } else if (arg == "--kind") {
+      o->fused_line = false;
       std::string v;
       if (!need(&v)) return Fail("--kind needs a value");
       o->kinds.clear();
@@ -194,16 +278,32 @@ int ParseOptions(int argc, char** argv, Options* o) {
         }
       }
       if (o->kinds.empty()) return Fail("--kind needs a value");
-    } else if (arg == "--dtype") {
+    } else if (arg == "--dtype" || arg == "--dtypes") {
+      o->fused_line = false;
       std::string v;
-      if (!need(&v)) return Fail("--dtype needs a value");
+      if (!need(&v)) return Fail(arg + " needs a value");
       o->dtypes.clear();
       for (const std::string& p : Split(v)) {
         DTypes t;
         if (!ParseDTypes(p, &t)) return Fail("unknown dtype '" + p + "'");
         o->dtypes.push_back(t);
       }
-      if (o->dtypes.empty()) return Fail("--dtype needs a value");
+      if (o->dtypes.empty()) return Fail(arg + " needs a value");
+    } else if (arg == "--variant") {
+      o->fused_line = false;
+      std::string v;
+      if (!need(&v)) return Fail("--variant needs a value");
+      o->variants.clear();
+      for (const std::string& p : Split(v)) {
+        Variant var;
+        if (!ParseVariant(p, &var)) {
+          return Fail("unknown variant '" + p +
+                      "' (plain, or fused-add, gemma, hf-round, int8, int8-gN "
+                      "joined with '+')");
+        }
+        o->variants.push_back(var);
+      }
+      if (o->variants.empty()) return Fail("--variant needs a value");
     } else if (arg == "--reps") {
       std::string v;
       size_t n;
@@ -224,6 +324,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->peers = false;
     } else if (arg == "--no-check") {
       o->check = false;
+    } else if (arg == "--strict") {
+      o->strict = true;
     } else if (arg == "--json") {
       o->json = maybe();
     } else if (arg == "--csv") {

@@ -19,7 +19,20 @@ struct DTypes {
 
 // "f32", "bf16" when all three agree, else "x:y:param" ("bf16:f32:f32").
 std::string DTypesName(const DTypes& t);
+const char* DTypeName(simdnorm_dtype t);  // "f32", "bf16", "f16", "i8"
 const char* KindName(simdnorm_kind k);
+
+// The engine variants of issue #7, alone or combined ("fused-add+int8").
+struct Variant {
+  bool fused_add = false;  // residual and sum_out (own buffers)
+  bool gemma = false;      // gamma_offset = 1
+  bool hf_round = false;   // SIMDNORM_ROUND_NORMALIZED
+  bool int8 = false;       // y_type I8 (y's dtype replaced), y_scale
+  size_t quant_group = 0;  // int8: elements per scale, 0 = the row
+  bool plain() const { return !fused_add && !gemma && !hf_round && !int8; }
+  std::string Name() const;  // "plain", "fused-add", "int8-g128", ...
+};
+bool ParseVariant(const std::string& s, Variant* v);
 
 struct Options {
   std::vector<size_t> cols = {896};
@@ -28,14 +41,21 @@ struct Options {
   std::vector<simdnorm_kind> kinds = {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM};
   std::vector<DTypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
                                 {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
+  std::vector<Variant> variants = {Variant{}};  // plain
+  // The default run also measures the fused-add line below (RMSNorm, bf16,
+  // the vLLM pre-norm step, against the unfused add + norm); any of
+  // --variant, --kind, --dtype, --cols or --rows drops it.
+  bool fused_line = true;
   std::vector<size_t> threads = {1, 0};  // max_threads; 0 = all
   size_t reps = 9;                       // timed batches per measurement
   double batch_ms = 4.0;                 // length of one batch
   bool peers = true;                     // memcpy, hand loop, oneDNN
   bool check = true;                     // compare outputs to the reference
-  bool table = true;                     // the human table on stdout
-  std::string json, csv, svg;            // "" = none, "-" = stdout
-  std::string markdown;                  // "" = none, "-" = stdout
+  // Exit 1 when a simdnorm call fails or its output is off the reference.
+  bool strict = false;
+  bool table = true;           // the human table on stdout
+  std::string json, csv, svg;  // "" = none, "-" = stdout
+  std::string markdown;        // "" = none, "-" = stdout
   // A Markdown file whose block between the markers of report.h is
   // replaced with the Markdown summary ("" = none).
   std::string update_doc;

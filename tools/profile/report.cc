@@ -14,10 +14,11 @@ struct Row {
   const ConfigResult* c = nullptr;
   const ImplResult* r = nullptr;
   double ns_row = NAN;
-  double gbps = NAN;       // (x bytes + y bytes) / time, 1e9 bytes per s
-  double of_memcpy = NAN;  // memcpy time / this time
-  double vs_loop = NAN;    // loop time / this time
-  double vs_onednn = NAN;  // oneDNN time / this time
+  double gbps = NAN;        // bytes it moves / time, 1e9 bytes per s
+  double of_memcpy = NAN;   // memcpy time / this time
+  double vs_loop = NAN;     // loop time / this time
+  double vs_onednn = NAN;   // oneDNN time / this time
+  double vs_unfused = NAN;  // unfused peer's time / this time
 };
 
 double PeerNs(const ConfigResult& c, ImplType t) {
@@ -33,6 +34,7 @@ std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
     const double mem = PeerNs(c, ImplType::kMemcpy);
     const double loop = PeerNs(c, ImplType::kLoop);
     const double dnn = PeerNs(c, ImplType::kOneDnn);
+    const double unf = PeerNs(c, ImplType::kUnfused);
     for (const ImplResult& r : c.impls) {
       Row row;
       row.c = &c;
@@ -40,10 +42,11 @@ std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
       if (r.error.empty() && r.median_ns > 0) {
         const double t = r.median_ns;
         row.ns_row = t / static_cast<double>(c.config.rows);
-        row.gbps = static_cast<double>(c.moved_bytes) / t;
+        row.gbps = static_cast<double>(r.bytes ? r.bytes : c.moved_bytes) / t;
         row.of_memcpy = mem / t;
         row.vs_loop = loop / t;
         row.vs_onednn = dnn / t;
+        row.vs_unfused = unf / t;
       }
       rows.push_back(row);
     }
@@ -140,8 +143,33 @@ const char* TypeName(ImplType t) {
       return "loop";
     case ImplType::kOneDnn:
       return "onednn";
+    case ImplType::kUnfused:
+      return "unfused";
   }
   return "?";
+}
+
+bool AnyVariant(const std::vector<ConfigResult>& results) {
+  for (const ConfigResult& c : results) {
+    if (!c.config.variant.plain()) return true;
+  }
+  return false;
+}
+
+bool AnyUnfused(const std::vector<ConfigResult>& results) {
+  for (const ConfigResult& c : results) {
+    for (const ImplResult& r : c.impls) {
+      if (r.type == ImplType::kUnfused) return true;
+    }
+  }
+  return false;
+}
+
+// "rmsnorm", or "rmsnorm fused-add" for a variant.
+std::string KindVariant(const Config& c) {
+  std::string k = KindName(c.kind);
+  if (!c.variant.plain()) k += " " + c.variant.Name();
+  return k;
 }
 
 }  // namespace
@@ -177,13 +205,27 @@ void WriteHeader(std::FILE* f, const Meta& m) {
                "GB/s = (x bytes read + y bytes written) / time, once per row "
                "(gamma, beta not counted); of memcpy = memcpy time / time;\n"
                "vs loop, vs oneDNN = peer time / time (above 1: faster); "
-               "err = max |y - float64 reference| in ulps of y's type\n");
+               "err = max |y - float64 reference| in ulps of y's type\n"
+               "variants: fused add also counts residual read + sum_out "
+               "written, int8 the scales; unfused = add loop, simdnorm on the "
+               "first ISA,\nquantize loop, counted with its own bytes; vs "
+               "unfused = its time / time; int8 err = max |q - reference q|\n");
 }
 
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
-  std::fprintf(f, "%-9s  %-13s %5s %5s %7s  %-7s %9s %8s %9s %8s %9s %7s\n",
-               "kind", "dtype", "cols", "rows", "threads", "impl", "ns/row",
-               "GB/s", "of memcpy", "vs loop", "vs oneDNN", "err");
+  const bool variants = AnyVariant(results);
+  const bool unfused = AnyUnfused(results);
+  // The variant joins the kind column when some configuration has one.
+  int kind_w = variants ? 12 : 9;
+  for (const ConfigResult& c : results) {
+    kind_w = std::max(kind_w, static_cast<int>(KindVariant(c.config).size()));
+  }
+  std::fprintf(f, "%-*s  %-13s %5s %5s %7s  %-7s %9s %8s %9s %8s %9s", kind_w,
+               variants ? "kind variant" : "kind", "dtype", "cols", "rows",
+               "threads", "impl", "ns/row", "GB/s", "of memcpy", "vs loop",
+               "vs oneDNN");
+  if (unfused) std::fprintf(f, " %10s", "vs unfused");
+  std::fprintf(f, " %7s\n", "err");
   const ConfigResult* prev = nullptr;
   std::vector<std::string> notes;
   for (const Row& row : Rows(results)) {
@@ -191,29 +233,35 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
     prev = row.c;
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    std::fprintf(f, "%-9s  %-13s %5zu %5zu %7s  %-7s ", KindName(c.kind),
-                 DTypesName(c.dtypes).c_str(), c.cols, c.rows,
-                 ThreadsName(c.threads).c_str(), r.name.c_str());
+    std::fprintf(f, "%-*s  %-13s %5zu %5zu %7s  %-7s ", kind_w,
+                 KindVariant(c).c_str(), DTypesName(c.dtypes).c_str(), c.cols,
+                 c.rows, ThreadsName(c.threads).c_str(), r.name.c_str());
     if (!r.error.empty()) {
       std::fprintf(f, "not measured: %s\n", r.error.c_str());
       continue;
     }
     std::string err = r.err_ulp < 0 ? "-" : Sig3(r.err_ulp);
     if (!r.err_ok) err += "!";
-    std::fprintf(f, "%9s %8s %9s %8s %9s %7s\n", Sig3(row.ns_row).c_str(),
+    std::fprintf(f, "%9s %8s %9s %8s %9s", Sig3(row.ns_row).c_str(),
                  Sig3(row.gbps).c_str(), Fmt("%.2f", row.of_memcpy).c_str(),
                  Fmt("%.2fx", row.vs_loop).c_str(),
-                 Fmt("%.2fx", row.vs_onednn).c_str(), err.c_str());
+                 Fmt("%.2fx", row.vs_onednn).c_str());
+    if (unfused) {
+      std::fprintf(f, " %10s", Fmt("%.2fx", row.vs_unfused).c_str());
+    }
+    std::fprintf(f, " %7s\n", err.c_str());
     if (!r.note.empty() &&
         std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
       notes.push_back(r.note);
     }
     if (!r.err_ok) {
-      notes.push_back(
-          std::string(KindName(c.kind)) + " " + DTypesName(c.dtypes) + " " +
-          std::to_string(c.cols) + "x" + std::to_string(c.rows) + " threads " +
-          ThreadsName(c.threads) + " " + r.name +
-          ": output differs from the reference by " + Sig3(r.err_ulp) + " ulp");
+      notes.push_back(KindVariant(c) + " " + DTypesName(c.dtypes) + " " +
+                      std::to_string(c.cols) + "x" + std::to_string(c.rows) +
+                      " threads " + ThreadsName(c.threads) + " " + r.name +
+                      ": output differs from the reference by " +
+                      Sig3(r.err_ulp) +
+                      (c.dtypes.y == SIMDNORM_I8 ? " q" : " ulp") +
+                      (r.err_detail.empty() ? "" : "; " + r.err_detail));
     }
   }
   for (const std::string& n : notes) std::fprintf(f, "note: %s\n", n.c_str());
@@ -242,6 +290,10 @@ void WriteJson(std::FILE* f, const Meta& m,
   std::fprintf(f,
                "  \"reps\": %zu,\n  \"batch_ms\": %s,\n  \"wall_s\": %s,\n"
                "  \"bytes_counted\": \"x read + y written, once per row\",\n"
+               "  \"bytes_counted_variants\": \"plus residual read and "
+               "sum_out written (fused add) and the int8 scales; "
+               "impl_bytes_per_call: what the implementation itself moves "
+               "(the unfused peer more)\",\n"
                "  \"results\": [",
                m.reps, JsonNumber(m.batch_ms).c_str(),
                JsonNumber(m.wall_s).c_str());
@@ -259,12 +311,12 @@ void WriteJson(std::FILE* f, const Meta& m,
         "\"bytes_per_call\": %zu, \"ns_per_call_median\": %s, "
         "\"ns_per_call_min\": %s, \"ns_per_row\": %s, \"gbps\": %s, "
         "\"of_memcpy\": %s, \"vs_loop\": %s, \"vs_onednn\": %s, "
-        "\"err_ulp\": %s, \"err_ok\": %s, \"error\": %s, \"note\": %s}",
-        KindName(c.kind), c.dtypes.x == SIMDNORM_BF16 ? "bf16" : "f32",
-        c.dtypes.y == SIMDNORM_BF16 ? "bf16" : "f32",
-        c.dtypes.param == SIMDNORM_BF16 ? "bf16" : "f32", c.cols, c.rows,
-        c.threads, JsonString(r.name).c_str(), TypeName(r.type),
-        row.c->moved_bytes,
+        "\"err_ulp\": %s, \"err_ok\": %s, \"error\": %s, \"note\": %s, "
+        "\"variant\": %s, \"impl_bytes_per_call\": %zu, \"vs_unfused\": "
+        "%s, \"err_detail\": %s}",
+        KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
+        DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
+        JsonString(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
         JsonNumber(r.error.empty() ? r.median_ns : NAN).c_str(),
         JsonNumber(r.error.empty() ? r.min_ns : NAN).c_str(),
         JsonNumber(row.ns_row).c_str(), JsonNumber(row.gbps).c_str(),
@@ -273,7 +325,11 @@ void WriteJson(std::FILE* f, const Meta& m,
         JsonNumber(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(),
         r.err_ok ? "true" : "false",
         r.error.empty() ? "null" : JsonString(r.error).c_str(),
-        r.note.empty() ? "null" : JsonString(r.note).c_str());
+        r.note.empty() ? "null" : JsonString(r.note).c_str(),
+        JsonString(c.variant.Name()).c_str(),
+        r.bytes ? r.bytes : row.c->moved_bytes,
+        JsonNumber(row.vs_unfused).c_str(),
+        r.err_detail.empty() ? "null" : JsonString(r.err_detail).c_str());
   }
   std::fprintf(f, "\n  ]\n}\n");
 }
@@ -282,7 +338,8 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
   std::fprintf(f,
                "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
                "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
-               "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error\n");
+               "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error,"
+               "variant,impl_bytes_per_call,vs_unfused\n");
   auto num = [](double v) {
     if (!std::isfinite(v)) return std::string();
     char buf[64];
@@ -293,17 +350,19 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
     std::fprintf(
-        f, "%s,%s,%s,%s,%zu,%zu,%zu,%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
-        KindName(c.kind), c.dtypes.x == SIMDNORM_BF16 ? "bf16" : "f32",
-        c.dtypes.y == SIMDNORM_BF16 ? "bf16" : "f32",
-        c.dtypes.param == SIMDNORM_BF16 ? "bf16" : "f32", c.cols, c.rows,
-        c.threads, CsvField(r.name).c_str(), TypeName(r.type),
-        row.c->moved_bytes, num(r.error.empty() ? r.median_ns : NAN).c_str(),
+        f,
+        "%s,%s,%s,%s,%zu,%zu,%zu,%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%zu,"
+        "%s\n",
+        KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
+        DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
+        CsvField(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
+        num(r.error.empty() ? r.median_ns : NAN).c_str(),
         num(r.error.empty() ? r.min_ns : NAN).c_str(), num(row.ns_row).c_str(),
         num(row.gbps).c_str(), num(row.of_memcpy).c_str(),
         num(row.vs_loop).c_str(), num(row.vs_onednn).c_str(),
-        num(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(),
-        CsvField(r.error).c_str());
+        num(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(), CsvField(r.error).c_str(),
+        c.variant.Name().c_str(), r.bytes ? r.bytes : row.c->moved_bytes,
+        num(row.vs_unfused).c_str());
   }
 }
 
@@ -363,7 +422,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
   std::fprintf(f,
                "<text x=\"%.0f\" y=\"22\" font-size=\"15\" "
                "font-weight=\"bold\">simdnorm: GB/s per implementation "
-               "(x read + y written)</text>\n",
+               "(x read + y written, + residual, sum_out, scales)</text>\n",
                left);
   std::string sub = m.machine.cpu + ", " + m.machine.compiler;
   if (!m.machine.emulated.empty())
@@ -408,7 +467,8 @@ void WriteSvg(std::FILE* f, const Meta& m,
     const Config& cf = c.config;
     const std::string lines[3] = {
         std::string(cf.kind == SIMDNORM_RMSNORM ? "RMS " : "LN ") +
-            DTypesName(cf.dtypes),
+            DTypesName(cf.dtypes) +
+            (cf.variant.plain() ? "" : " " + cf.variant.Name()),
         std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
         cf.threads == 0 ? "all thr" : std::to_string(cf.threads) + " thr"};
     for (int i = 0; i < 3; ++i) {
@@ -471,21 +531,32 @@ std::string MarkdownSummary(const Meta& m,
     out += buf;
   }
   out += ".\n\n";
-  out += "ns per row (lower is better); then, for " + first +
-         ", GB/s = (x bytes + y bytes) / time and its ratios (memcpy time, "
-         "loop time, oneDNN time divided by its time).\n\n";
+  const bool unfused = AnyUnfused(results);
+  out +=
+      "ns per row (lower is better); then, for " + first +
+      ", GB/s = (x bytes + y bytes) / time and its ratios (memcpy time, "
+      "loop time, oneDNN time divided by its time)" +
+      std::string(unfused ? "; a fused add also counts the residual read and "
+                            "sum_out written, and vs unfused is the time of "
+                            "the add loop + norm (+ quantize loop) divided by "
+                            "its time"
+                          : "") +
+      ".\n\n";
   out += "| kind | dtype | cols | rows | threads |";
   for (const std::string& i : impls) out += " " + i + " |";
-  out += " " + first + " GB/s | of memcpy | vs loop | vs oneDNN |\n";
-  out += "|---|---|---:|---:|---:|";
-  for (size_t i = 0; i < impls.size() + 4; ++i) out += "---:|";
+  out += " " + first + " GB/s | of memcpy | vs loop | vs oneDNN |";
+  if (unfused) out += " vs unfused |";
+  out += "\n|---|---|---:|---:|---:|";
+  for (size_t i = 0; i < impls.size() + 4 + (unfused ? 1 : 0); ++i) {
+    out += "---:|";
+  }
   out += "\n";
   const std::vector<Row> rows = Rows(results);
   for (const ConfigResult& c : results) {
     const Config& cf = c.config;
     std::snprintf(buf, sizeof(buf), "| %s | %s | %zu | %zu | %s |",
-                  KindName(cf.kind), DTypesName(cf.dtypes).c_str(), cf.cols,
-                  cf.rows, ThreadsName(cf.threads).c_str());
+                  KindVariant(cf).c_str(), DTypesName(cf.dtypes).c_str(),
+                  cf.cols, cf.rows, ThreadsName(cf.threads).c_str());
     out += buf;
     const Row* lead = nullptr;
     for (const std::string& name : impls) {
@@ -501,10 +572,12 @@ std::string MarkdownSummary(const Meta& m,
     if (lead) {
       out += " " + Sig3(lead->gbps) + " | " + Fmt("%.2f", lead->of_memcpy) +
              " | " + Fmt("%.2fx", lead->vs_loop) + " | " +
-             Fmt("%.2fx", lead->vs_onednn) + " |\n";
+             Fmt("%.2fx", lead->vs_onednn) + " |";
+      if (unfused) out += " " + Fmt("%.2fx", lead->vs_unfused) + " |";
     } else {
-      out += " | | | |\n";
+      out += unfused ? " | | | | |" : " | | | |";
     }
+    out += "\n";
   }
   return out;
 }

@@ -1,0 +1,39 @@
+// The engine variants of issue #7 that simdnorm-accuracy checks beside the
+// plain call: fused residual add, Gemma's gamma offset, Hugging Face's
+// rounding order and int8 output. A variant is a set of these features;
+// `--variant fused-add+int8` combines them.
+#ifndef SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
+#define SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace simdnorm_accuracy {
+
+struct Variant {
+  bool fused_add = false;  // residual given: h = x + residual, to sum_out
+  bool gemma = false;      // gamma_offset = 1 (weights drawn around 0)
+  bool hf_round = false;   // SIMDNORM_ROUND_NORMALIZED
+  bool int8 = false;       // y_type I8 with y_scale
+  size_t quant_group = 0;  // int8: 0 = one scale per row
+
+  bool plain() const { return !fused_add && !gemma && !hf_round && !int8; }
+  // "plain", "fused-add", "int8-g128", "fused-add+gemma+int8", ...
+  std::string name() const;
+};
+
+inline bool operator==(const Variant& a, const Variant& b) {
+  return a.name() == b.name();
+}
+
+// Parses one name as printed by Variant::name() (features joined by '+',
+// in any order; "int8-gN" for a group of N elements, N >= 1).
+bool parse_variant(const std::string& s, Variant* v);
+
+// The default list: plain, fused-add, gemma, hf-round, int8, int8-g128.
+std::vector<Variant> default_variants();
+
+}  // namespace simdnorm_accuracy
+
+#endif  // SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
