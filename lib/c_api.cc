@@ -20,19 +20,20 @@ const char* simdnorm_status_string(simdnorm_status s) {
     case SIMDNORM_OK:
       return "SIMDNORM_OK: success";
     case SIMDNORM_INVALID_ARGUMENT:
-      return "SIMDNORM_INVALID_ARGUMENT: NULL descriptor or data pointer, "
-             "unknown enum value, "
-             "or eps negative, NaN or infinite";
+      return "SIMDNORM_INVALID_ARGUMENT: NULL descriptor or data pointer "
+             "(y_scale with int8 output), unknown enum value or flag, eps "
+             "negative, NaN or infinite, gamma_offset not finite, or "
+             "y_scale/quant_group without int8 output";
     case SIMDNORM_INVALID_SHAPE:
       return "SIMDNORM_INVALID_SHAPE: cols is 0, a stride is below cols, or a "
              "size overflows";
     case SIMDNORM_OVERLAP:
-      return "SIMDNORM_OVERLAP: y overlaps x, gamma or beta other than exactly "
-             "in place "
-             "(y == x, same element size, same stride)";
+      return "SIMDNORM_OVERLAP: an output (y, sum_out, y_scale) overlaps "
+             "another buffer other than exactly y == x (in place) or sum_out "
+             "== x or residual";
     case SIMDNORM_UNSUPPORTED:
-      return "SIMDNORM_UNSUPPORTED: unknown ISA or one this CPU does not "
-             "support";
+      return "SIMDNORM_UNSUPPORTED: int8 as an input type, or an unknown ISA "
+             "or one this CPU does not support";
   }
   return "simdnorm: unknown status";
 }
