@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpus of simdnorm_fuzz (tests/fuzz/corpus/).
 
-Each seed is the 31-byte header of normalize_fuzz.cc followed by optional
-7-byte patches; see the layout at the top of normalize_fuzz.cc.
+Each seed is the 31-byte header of normalize_fuzz.cc, then (when bit 0x40
+of its last byte is set) the 12-byte extension of the issue #7 fields, then
+optional 7-byte patches; see the layout at the top of normalize_fuzz.cc.
 
     python3 tests/fuzz/make_corpus.py [out_dir]
 """
@@ -12,6 +13,8 @@ import sys
 
 F32, BF16 = 0x00, 0x01
 LAYERNORM, RMSNORM = 0x00, 0x01
+# Extension dtype overrides (2 bits each: x, y << 2, param << 4).
+KEEP, OV_F16, OV_I8, OV_F32 = 0, 1, 2, 3
 
 
 def header(isa=0, kind=LAYERNORM, xt=F32, yt=F32, pt=F32, rows=4,
@@ -27,6 +30,26 @@ def header(isa=0, kind=LAYERNORM, xt=F32, yt=F32, pt=F32, rows=4,
     b += bytes(x_family) + bytes([w_family]) + struct.pack('<I', seed)
     b += bytes([base_shift])
     assert len(b) == 31
+    return b
+
+
+def ext(x=KEEP, y=KEEP, param=KEEP, residual=0, sum_out=0,
+        residual_stride=(0, 0), sum_out_stride=(0, 0), gamma_offset=0,
+        flags=0, group=(0, 0), scales=0, delta=0):
+    """The 12-byte extension; append it to a header(..., base_shift=0x40).
+
+    residual: 0 NULL, 1 separate, 2 = x, 3 = y + delta, 4 = x + delta;
+    sum_out: 0 NULL, 1 separate, 2 = residual, 3 = x, 4 = y, 5 = residual +
+    delta, 6 = x + delta, 7 = gamma + delta (deltas in x elements);
+    gamma_offset: index of (0, 1, -0, -1, NaN, inf, 0.5, FLT_MAX);
+    group: (mode, arg) of DecodeGroup; scales: 0 separate for I8, 1 NULL,
+    2 separate always, 3 = y, 4 = x, 5 = sum_out, 6 = gamma, 7 = residual
+    (each + delta floats)."""
+    b = bytes([x | (y << 2) | (param << 4), residual | (sum_out << 4)])
+    b += bytes(residual_stride) + bytes(sum_out_stride)
+    b += bytes([gamma_offset, flags, group[0], group[1], scales,
+                delta & 0xFF])
+    assert len(b) == 12
     return b
 
 
@@ -78,6 +101,42 @@ SEEDS = {
     'rows0_null_x': header(rows=0, flags=0x01),
     # x stride SIZE_MAX/2: the byte size overflows, SIMDNORM_INVALID_SHAPE.
     'huge_stride': header(rows=3, x_stride=(5, 1)),
+    # Issue #7 (the extension). vLLM fused_add_rms_norm in f16: residual =
+    # sum_out, y = x, 896 wide.
+    'vllm_fused_add_f16_in_place':
+    header(kind=RMSNORM, rows=3, cols=big_cols(896), y_stride=(7, 0),
+           layout=(2, 0, 0), flags=0x10, base_shift=0x40) +
+    ext(x=OV_F16, y=OV_F16, param=OV_F16, residual=1, sum_out=2,
+        sum_out_stride=(7, 0)),
+    # Gemma-style: bf16 x, fused add into x, offset 1, HF rounding order,
+    # int8 output in groups of 32.
+    'gemma_bf16_add_int8': header(kind=RMSNORM, xt=BF16, pt=BF16, rows=5,
+                                  cols=big_cols(130), flags=0x10,
+                                  base_shift=0x40) +
+    ext(y=OV_I8, residual=1, sum_out=3, gamma_offset=1, flags=1,
+        group=(3, 0)),
+    # LayerNorm to int8, groups of 7 (the last one short), 2 threads.
+    'int8_short_last_group': header(rows=6, cols=100, max_threads=2,
+                                    base_shift=0x40) +
+    ext(y=OV_I8, group=(2, 6)),
+    # int8 output of rows with specials (NaN rows, infinite groups).
+    'int8_specials': header(rows=8, cols=64, x_family=(3, 0, 0), w_family=1,
+                            base_shift=0x40) +
+    ext(y=OV_I8, group=(2, 15)),
+    # f16 LayerNorm with ROUND_NORMALIZED, bf16 weights, fp32 output.
+    'round_normalized_f16': header(pt=BF16, rows=4, cols=big_cols(257),
+                                   base_shift=0x40) +
+    ext(x=OV_F16, flags=1, gamma_offset=6),
+    # sum_out == y: SIMDNORM_OVERLAP.
+    'sum_out_is_y': header(rows=2, cols=16, base_shift=0x40) +
+    ext(residual=1, sum_out=4),
+    # The scales start 2 floats into x: SIMDNORM_OVERLAP.
+    'scales_overlap_x': header(rows=2, cols=16, base_shift=0x40) +
+    ext(y=OV_I8, scales=4, delta=2),
+    # An unknown flag bit: SIMDNORM_INVALID_ARGUMENT.
+    'unknown_flag': header(base_shift=0x40) + ext(flags=0x82),
+    # I8 as x_type: SIMDNORM_UNSUPPORTED.
+    'i8_x_unsupported': header(base_shift=0x40) + ext(x=OV_I8, y=OV_I8),
 }
 
 
