@@ -277,14 +277,16 @@ HWY_INLINE hn::Vec<DF> ResultAt(DF df, const TX* HWY_RESTRICT x,
   return GammaBeta(df, t, g, b);
 }
 
-// y = Normalized(x) * scale + beta over a row. x and y may be the same row
+// y = Normalized(x) * scale + beta over a row. The weights come by value:
+// a local copy that stores to y cannot alias, so their broadcasts stay out
+// of the loop. x and y may be the same row
 // (in place): each vector is loaded before it is stored. The row's
 // constants are broadcast once (vectors cannot live in structs on SVE). The
 // main loop moves pairs (convert-inl.h) when x, y and the weights pair
 // alike.
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
-HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP>& w,
+HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
                            size_t n, RowScale k) {
   constexpr bool kPairs =
       kEvenOdd<TX> == kEvenOdd<TY> && kEvenOdd<TX> == kEvenOdd<TP>;
@@ -346,7 +348,7 @@ inline QuantScale QuantScaleFor(uint32_t max_bits) {
 // unsigned order is the order of the values and puts NaN above inf.
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TP>
 HWY_NOINLINE void ApplyRowQuant(DF df, const TX* x, int8_t* y, float* scales,
-                                size_t group, const Weights<TP>& w, size_t n,
+                                size_t group, const Weights<TP> w, size_t n,
                                 RowScale k) {
   const hn::RebindToUnsigned<DF> du;
   const size_t N = hn::Lanes(df);
