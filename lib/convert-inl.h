@@ -122,19 +122,17 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* HWY_RESTRICT p) {
                         hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
 }
 
-template <class DF>
-HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
-  hn::StoreU(v, df, p);
-}
-
 // The bits of v rounded to bf16 precision, in the top half of each lane.
 // Highway 1.0.3's DemoteTo(bf16) only truncates, so the rounding is done
 // here: adding 0x7FFF plus the lowest kept bit carries into the kept bits
 // exactly when the dropped half is above one half, or equal to it with an
 // odd kept part (round to nearest, ties to even). Overflow rounds to
-// infinity as it should; NaN stays NaN (made quiet, as the carry could
-// otherwise turn a NaN with a large payload into infinity or zero).
-template <class DF>
+// infinity as it should. A NaN whose dropped half is not zero could carry
+// into infinity or zero, so with kQuietNaN NaN lanes are made quiet and kept.
+// Callers pass false where every NaN that can reach v has a zero low half
+// (widened bf16 values, and the default NaN of invalid operations): it saves
+// two operations per vector.
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedToBF16Bits(DF df,
                                                                hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du32;
@@ -142,20 +140,28 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedToBF16Bits(DF df,
   const auto bits = hn::BitCast(du32, v);
   const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
   const auto rounded = hn::Add(bits, hn::Add(hn::Set(du32, 0x7FFF), odd));
+  if constexpr (!kQuietNaN) return rounded;
   const auto quiet_nan = hn::Or(bits, hn::Set(du32, 0x00400000));
   return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
 }
 
-template <class DF>
+// Stores narrow to the pointer's type; kQuietNaN as for RoundedToBF16Bits
+// (only bf16 stores use it).
+template <bool kQuietNaN = true, class DF>
+HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
+  hn::StoreU(v, df, p);
+}
+
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
   const hn::RebindToSigned<DF> di32;
   const hn::Rebind<uint16_t, DF> d16;
-  const auto top =
-      hn::BitCast(di32, hn::ShiftRight<16>(RoundedToBF16Bits(df, v)));
+  const auto top = hn::BitCast(
+      di32, hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, v)));
   hn::StoreU(hn::DemoteTo(d16, top), d16, reinterpret_cast<uint16_t*>(p));
 }
 
-template <class DF>
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* HWY_RESTRICT p) {
   const hn::Rebind<uint16_t, DF> d16;
   const hn::RebindToSigned<DF> di32;
@@ -169,7 +175,7 @@ HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
   if constexpr (std::is_same_v<T, bf16_t>) {
     return hn::BitCast(
-        df, hn::And(RoundedToBF16Bits(df, v), hn::Set(du, 0xFFFF0000u)));
+        df, hn::And(RoundedToBF16Bits<false>(df, v), hn::Set(du, 0xFFFF0000u)));
   } else if constexpr (std::is_same_v<T, f16_t>) {
     return F32FromF16Bits(df, F16BitsFromF32(df, v));
   } else {
@@ -179,7 +185,7 @@ HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
 
 // Stores q, already scaled to [-127.x, 127.x], as int8: rounded to
 // nearest-even (the default rounding mode) and clamped to [-127, 127].
-template <class DF>
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> q, int8_t* HWY_RESTRICT p) {
   const hn::Rebind<int8_t, DF> d8;
   const auto limit = hn::Set(df, 127.0f);
@@ -228,23 +234,23 @@ HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const f16_t* HWY_RESTRICT p) {
   return F32FromF16Bits(df, hn::ShiftRight<16>(u));
 }
 
-template <class DF>
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           float* HWY_RESTRICT p) {
   hn::StoreU(a, df, p);
   hn::StoreU(b, df, p + hn::Lanes(df));
 }
-template <class DF>
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           bf16_t* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<DF> du32;
-  const auto even = hn::ShiftRight<16>(RoundedToBF16Bits(df, a));
+  const auto even = hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, a));
   const auto odd =
-      hn::And(RoundedToBF16Bits(df, b), hn::Set(du32, 0xFFFF0000u));
+      hn::And(RoundedToBF16Bits<kQuietNaN>(df, b), hn::Set(du32, 0xFFFF0000u));
   hn::StoreU(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
 }
 
-template <class DF>
+template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           f16_t* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<DF> du32;
@@ -264,11 +270,11 @@ HWY_INLINE hn::Vec<DF> LoadTailF(DF df, const T* HWY_RESTRICT p, size_t count) {
 }
 
 // Stores the first `count` (< Lanes) lanes of v.
-template <class DF, typename T>
+template <bool kQuietNaN = true, class DF, typename T>
 HWY_INLINE void StoreTailF(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p,
                            size_t count) {
   HWY_ALIGN T buf[kMaxFloatLanes];
-  StoreF(df, v, buf);
+  StoreF<kQuietNaN>(df, v, buf);
   std::memcpy(p, buf, count * sizeof(T));
 }
 

@@ -73,6 +73,18 @@ HWY_INLINE V Shifted(V x, V s, V k) {
   return hn::MulSub(x, s, k);
 }
 
+// Shifted, with x - k computed as x * 1 - k: the same single rounding, on
+// the multiply-add units. Reductions alternate the two forms, so that the
+// subtractions share the adders' and the multiply-adders' ports (each loop
+// step is 2 adds and 1 FMA per vector otherwise).
+template <Shift kShift, class V>
+HWY_INLINE V ShiftedOnFma(V x, V s, V k) {
+  if constexpr (kShift == Shift::kSub) {
+    return hn::MulSub(x, hn::Set(hn::DFromV<V>(), 1.0f), k);
+  }
+  return Shifted<kShift>(x, s, k);
+}
+
 struct RowSums {
   double sum = 0.0, sum_sq = 0.0;
   float max_abs = 0.0f;
@@ -123,9 +135,9 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
         StorePair(df, x2, x3, h + i + 2 * N);
       }
       const auto v0 = Shifted<kShift>(x0, vs, vk);
-      const auto v1 = Shifted<kShift>(x1, vs, vk);
+      const auto v1 = ShiftedOnFma<kShift>(x1, vs, vk);
       const auto v2 = Shifted<kShift>(x2, vs, vk);
-      const auto v3 = Shifted<kShift>(x3, vs, vk);
+      const auto v3 = ShiftedOnFma<kShift>(x3, vs, vk);
       if constexpr (kSum) {
         sum0 = hn::Add(sum0, v0);
         sum1 = hn::Add(sum1, v1);
@@ -244,17 +256,53 @@ HWY_INLINE hn::Vec<DF> LoadAt(DF df, const T* HWY_RESTRICT p, size_t count) {
 // t * g + b with one rounding (GammaBeta), which covers every case exactly:
 // g = offset + gamma (fp32), or the constant `scale` = 1 + offset without
 // gamma; b = beta, or -0 without it (t * g + -0 == t * g, and t * 1 + b ==
-// t + b, bit for bit). The caller's offset 0 arrives as -0.0f, for which
-// gamma + offset == gamma exactly (-0 too). Which operands exist is a
-// predictable branch per vector, not a template: the kernels stay few.
+// t + b, bit for bit). A zero offset is not added (gamma + 0 would turn a
+// gamma of -0 into +0). Which operands exist is a predictable branch per
+// vector, not a template: the kernels stay few.
 template <typename TP>
 struct Weights {
   const TP* gamma;
   const TP* beta;
   float offset;
   float scale;
+  bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
 };
+
+// bf16 results are rounded by integer steps that need NaN lanes made quiet
+// unless every NaN that can reach them has a zero low half. In a row that
+// is not NaN, NaN results only come from the weights (t is finite), so
+// only f32 and f16 weights need it; bf16 weights widen with a zero low
+// half and invalid operations give the default NaN.
+template <typename TP>
+inline constexpr bool kQuietNaNs = !std::is_same_v<TP, bf16_t>;
+
+// The weights g and b of the vector of a row at i.
+template <At kAt, class DF, typename TP>
+HWY_INLINE void WeightsAt(DF df, const Weights<TP>& w, size_t i, size_t count,
+                          hn::Vec<DF>& g, hn::Vec<DF>& b) {
+  g = hn::Set(df, w.scale);
+  if (w.gamma) {
+    g = LoadAt<kAt>(df, w.gamma + i, count);
+    if (w.has_offset) g = hn::Add(g, hn::Set(df, w.offset));
+  }
+  b = hn::Set(df, -0.0f);
+  if (w.beta) b = LoadAt<kAt>(df, w.beta + i, count);
+}
+
+// The normalized value t of the vector of a row at i (before the weights).
+template <bool kLayerNorm, bool kScaled, At kAt, class DF, typename TX>
+HWY_INLINE hn::Vec<DF> NormalizedAt(DF df, const TX* HWY_RESTRICT x, bool round,
+                                    size_t i, size_t count, hn::Vec<DF> s,
+                                    hn::Vec<DF> m, hn::Vec<DF> mul,
+                                    hn::Vec<DF> add) {
+  auto t = Normalized<kLayerNorm, kScaled>(LoadAt<kAt>(df, x + i, count), s, m,
+                                           mul, add);
+  if constexpr (!std::is_same_v<TX, float>) {
+    if (round) t = RoundTo<TX>(df, t);
+  }
+  return t;
+}
 
 // The result y (fp32) of the vector of a row at i.
 template <bool kLayerNorm, bool kScaled, At kAt, class DF, typename TX,
@@ -263,65 +311,132 @@ HWY_INLINE hn::Vec<DF> ResultAt(DF df, const TX* HWY_RESTRICT x,
                                 const Weights<TP>& w, size_t i, size_t count,
                                 hn::Vec<DF> s, hn::Vec<DF> m, hn::Vec<DF> mul,
                                 hn::Vec<DF> add) {
-  auto t = Normalized<kLayerNorm, kScaled>(LoadAt<kAt>(df, x + i, count), s, m,
-                                           mul, add);
-  if constexpr (!std::is_same_v<TX, float>) {
-    if (w.round) t = RoundTo<TX>(df, t);
-  }
-  auto g = hn::Set(df, w.scale);
-  if (w.gamma) {
-    g = hn::Add(LoadAt<kAt>(df, w.gamma + i, count), hn::Set(df, w.offset));
-  }
-  auto b = hn::Set(df, -0.0f);
-  if (w.beta) b = LoadAt<kAt>(df, w.beta + i, count);
+  hn::Vec<DF> g, b;
+  WeightsAt<kAt>(df, w, i, count, g, b);
+  const auto t = NormalizedAt<kLayerNorm, kScaled, kAt>(df, x, w.round, i,
+                                                        count, s, m, mul, add);
   return GammaBeta(df, t, g, b);
 }
+
+// Whether x, y and the weights pair alike (convert-inl.h): then the main
+// loops move pairs.
+template <typename TX, typename TY, typename TP>
+inline constexpr bool kPairs =
+    kEvenOdd<TX> == kEvenOdd<TY>&& kEvenOdd<TX> == kEvenOdd<TP>;
 
 // y = Normalized(x) * scale + beta over a row. The weights come by value:
 // a local copy that stores to y cannot alias, so their broadcasts stay out
 // of the loop. x and y may be the same row
 // (in place): each vector is loaded before it is stored. The row's
-// constants are broadcast once (vectors cannot live in structs on SVE). The
-// main loop moves pairs (convert-inl.h) when x, y and the weights pair
-// alike.
+// constants are broadcast once (vectors cannot live in structs on SVE).
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
                            size_t n, RowScale k) {
-  constexpr bool kPairs =
-      kEvenOdd<TX> == kEvenOdd<TY> && kEvenOdd<TX> == kEvenOdd<TP>;
+  constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
   size_t i = 0;
   for (; i + 2 * N <= n; i += 2 * N) {
-    if constexpr (kPairs) {
+    if constexpr (kPairs<TX, TY, TP>) {
       const auto a = ResultAt<kLayerNorm, kScaled, At::kPairA>(df, x, w, i, 0,
                                                                s, m, mul, add);
       const auto b = ResultAt<kLayerNorm, kScaled, At::kPairB>(df, x, w, i, 0,
                                                                s, m, mul, add);
-      StorePair(df, a, b, y + i);
+      StorePair<kQuiet>(df, a, b, y + i);
     } else {
       const auto a = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
                                                               m, mul, add);
       const auto b = ResultAt<kLayerNorm, kScaled, At::kFull>(
           df, x, w, i + N, 0, s, m, mul, add);
-      StoreF(df, a, y + i);
-      StoreF(df, b, y + i + N);
+      StoreF<kQuiet>(df, a, y + i);
+      StoreF<kQuiet>(df, b, y + i + N);
     }
   }
   if (i + N <= n) {
-    StoreF(df,
-           ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s, m, mul,
-                                                    add),
-           y + i);
+    StoreF<kQuiet>(df,
+                   ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
+                                                            m, mul, add),
+                   y + i);
     i += N;
   }
   if (i < n) {
-    StoreTailF(df,
-               ResultAt<kLayerNorm, kScaled, At::kTail>(df, x, w, i, n - i, s,
-                                                        m, mul, add),
-               y + i, n - i);
+    StoreTailF<kQuiet>(df,
+                       ResultAt<kLayerNorm, kScaled, At::kTail>(
+                           df, x, w, i, n - i, s, m, mul, add),
+                       y + i, n - i);
+  }
+}
+
+// One vector (kAt) of two rows that share the weights' loads.
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+HWY_INLINE void Results2At(DF df, const TX* HWY_RESTRICT x0,
+                           const TX* HWY_RESTRICT x1, const Weights<TP>& w,
+                           size_t i, size_t count, hn::Vec<DF> m0,
+                           hn::Vec<DF> mul0, hn::Vec<DF> add0, hn::Vec<DF> m1,
+                           hn::Vec<DF> mul1, hn::Vec<DF> add1, hn::Vec<DF>& y0,
+                           hn::Vec<DF>& y1) {
+  const auto one = hn::Set(df, 1.0f);
+  hn::Vec<DF> g, b;
+  WeightsAt<kAt>(df, w, i, count, g, b);
+  y0 = GammaBeta(df,
+                 NormalizedAt<kLayerNorm, false, kAt>(df, x0, w.round, i, count,
+                                                      one, m0, mul0, add0),
+                 g, b);
+  y1 = GammaBeta(df,
+                 NormalizedAt<kLayerNorm, false, kAt>(df, x1, w.round, i, count,
+                                                      one, m1, mul1, add1),
+                 g, b);
+}
+
+// ApplyRow for two unscaled rows at once: each weight vector is loaded (and
+// widened) once for both, which halves the weights' share of the loads and
+// conversions, and the two rows' operations are independent. Each result
+// is computed exactly as ApplyRow computes it: the same bits.
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
+                             const Weights<TP> w, size_t n, RowScale k0,
+                             RowScale k1) {
+  constexpr bool kQuiet = kQuietNaNs<TP>;
+  const size_t N = hn::Lanes(df);
+  const auto m0 = hn::Set(df, k0.m), mul0 = hn::Set(df, k0.mul);
+  const auto add0 = hn::Set(df, k0.add);
+  const auto m1 = hn::Set(df, k1.m), mul1 = hn::Set(df, k1.mul);
+  const auto add1 = hn::Set(df, k1.add);
+  size_t i = 0;
+  hn::Vec<DF> a0, a1, b0, b1;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    if constexpr (kPairs<TX, TY, TP>) {
+      Results2At<kLayerNorm, At::kPairA>(df, x0, x1, w, i, 0, m0, mul0, add0,
+                                         m1, mul1, add1, a0, a1);
+      Results2At<kLayerNorm, At::kPairB>(df, x0, x1, w, i, 0, m0, mul0, add0,
+                                         m1, mul1, add1, b0, b1);
+      StorePair<kQuiet>(df, a0, b0, y0 + i);
+      StorePair<kQuiet>(df, a1, b1, y1 + i);
+    } else {
+      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+                                        mul1, add1, a0, a1);
+      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i + N, 0, m0, mul0, add0,
+                                        m1, mul1, add1, b0, b1);
+      StoreF<kQuiet>(df, a0, y0 + i);
+      StoreF<kQuiet>(df, b0, y0 + i + N);
+      StoreF<kQuiet>(df, a1, y1 + i);
+      StoreF<kQuiet>(df, b1, y1 + i + N);
+    }
+  }
+  if (i + N <= n) {
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+                                      mul1, add1, a0, a1);
+    StoreF<kQuiet>(df, a0, y0 + i);
+    StoreF<kQuiet>(df, a1, y1 + i);
+    i += N;
+  }
+  if (i < n) {
+    Results2At<kLayerNorm, At::kTail>(df, x0, x1, w, i, n - i, m0, mul0, add0,
+                                      m1, mul1, add1, a0, a1);
+    StoreTailF<kQuiet>(df, a0, y0 + i, n - i);
+    StoreTailF<kQuiet>(df, a1, y1 + i, n - i);
   }
 }
 
@@ -529,68 +644,112 @@ HWY_INLINE RowScale Scale(DF df, const TX* x, const TX* r, TX* h, size_t n,
 }
 
 // Room on the stack for two rows of h when there is a residual but no
-// sum_out (row r + 1's h is made while row r's is still to be applied);
-// longer rows use a heap buffer.
+// sum_out (rows are taken two at a time); longer rows use a heap buffer.
 inline constexpr size_t kScratchBytes = 16 * 1024;
 
-// Rows are software-pipelined: row r + 1's statistics are computed before
-// row r is written, so the latency of one row's reduction, square root and
-// division overlaps the other row's stores. Each row's result still depends
-// only on that row (in place too: row r + 1 is read, row r is written).
+// Writes row r of y from its statistics k; h is the row read (x, or x +
+// residual).
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void ApplyOne(DF df, const internal::RowArgs& a,
+                         const Weights<TP>& w, size_t r, const TX* h,
+                         const RowScale& k) {
+  constexpr bool kQuant = std::is_same_v<TY, int8_t>;
+  TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
+  float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
+  if (HWY_UNLIKELY(NaNRow(k))) {
+    FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, a.cols);
+  } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
+    ApplyAny<kLayerNorm, false>(df, h, y, scales, a.quant_group, w, a.cols, k);
+  } else {
+    ApplyAny<kLayerNorm, true>(df, h, y, scales, a.quant_group, w, a.cols, k);
+  }
+}
+
+// Rows go two at a time: both rows' statistics, then both rows written in
+// one pass (ApplyRows2) unless one needs a special path. The second row's
+// reduction overlaps the first one's square root and division. Each row's
+// result still depends only on that row (in place too: both rows are read
+// before either is written). With a residual and no sum_out, h is made in
+// scratch[0] and scratch[1].
 template <int kKind, typename TX, typename TY, typename TP>
-void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
+HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
+                             size_t row_end, TX* const scratch[2]) {
   constexpr bool kLayerNorm = kKind == 0;
   constexpr bool kQuant = std::is_same_v<TY, int8_t>;
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
   const Weights<TP> w{static_cast<const TP*>(a.gamma),
-                      static_cast<const TP*>(a.beta), a.gamma_offset,
-                      1.0f + a.gamma_offset, a.round_normalized};
+                      static_cast<const TP*>(a.beta),
+                      a.gamma_offset,
+                      1.0f + a.gamma_offset,
+                      a.gamma_offset != 0.0f,
+                      a.round_normalized};
   const TX* x_rows = static_cast<const TX*>(a.x);
   const TX* res_rows = static_cast<const TX*>(a.residual);
   TX* sum_rows = static_cast<TX*>(a.sum_out);
-  HWY_ALIGN TX stack_scratch[2][kScratchBytes / 2 / sizeof(TX)];
+  // The statistics of row r; *h becomes the row to apply (x, or h = x +
+  // residual made in scratch[slot] or in sum_out).
+  const auto stats = [&](size_t r, size_t slot, const TX** h) {
+    const TX* x = x_rows + r * a.x_stride;
+    TX* sum = sum_rows ? sum_rows + r * a.sum_out_stride : nullptr;
+    if (res_rows != nullptr) {
+      TX* made = sum ? sum : scratch[slot];
+      *h = made;
+      return Scale<kLayerNorm>(df, x, res_rows + r * a.residual_stride, made, n,
+                               a.eps);
+    }
+    if (sum != nullptr && sum != x) std::memcpy(sum, x, n * sizeof(TX));
+    *h = x;
+    return Scale<kLayerNorm>(df, x, static_cast<const TX*>(nullptr), sum, n,
+                             a.eps);
+  };
+  size_t r = row_begin;
+  for (; r + 2 <= row_end; r += 2) {
+    const TX *h0, *h1;
+    const RowScale k0 = stats(r, 0, &h0);
+    const RowScale k1 = stats(r + 1, 1, &h1);
+    if constexpr (!kQuant) {
+      if (k0.s == 1.0f && k1.s == 1.0f && !NaNRow(k0) && !NaNRow(k1)) {
+        TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
+        ApplyRows2<kLayerNorm>(df, h0, h1, y, y + a.y_stride, w, n, k0, k1);
+        continue;
+      }
+    }
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0);
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r + 1, h1, k1);
+  }
+  if (r < row_end) {
+    const TX* h0;
+    const RowScale k0 = stats(r, 0, &h0);
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0);
+  }
+}
+
+// With a residual and no sum_out: room for two rows of h on the stack, or
+// on the heap for longer rows. Kept out of NormRows, whose frame stays small.
+template <int kKind, typename TX, typename TY, typename TP>
+HWY_NOINLINE void NormRowPairsInScratch(const internal::RowArgs& a,
+                                        size_t row_begin, size_t row_end) {
+  constexpr size_t kRowRoom = kScratchBytes / 2 / sizeof(TX);
+  HWY_ALIGN TX stack_scratch[2][kRowRoom];
   std::unique_ptr<TX[]> heap_scratch;
   TX* scratch[2] = {stack_scratch[0], stack_scratch[1]};
-  if (res_rows && !sum_rows && n > kScratchBytes / 2 / sizeof(TX)) {
-    heap_scratch.reset(new TX[2 * n]);
+  if (a.cols > kRowRoom) {
+    heap_scratch.reset(new TX[2 * a.cols]);
     scratch[0] = heap_scratch.get();
-    scratch[1] = scratch[0] + n;
+    scratch[1] = scratch[0] + a.cols;
   }
-  RowScale k{};
-  const TX* h = nullptr;  // the row to apply: x, or h = x + residual
-  for (size_t r = row_begin; r <= row_end; ++r) {
-    RowScale next{};
-    const TX* h_next = nullptr;
-    if (r < row_end) {
-      h_next = x_rows + r * a.x_stride;
-      const TX* res = res_rows ? res_rows + r * a.residual_stride : nullptr;
-      TX* sum = sum_rows ? sum_rows + r * a.sum_out_stride : nullptr;
-      if (res != nullptr) {
-        TX* made = sum ? sum : scratch[r & 1];
-        next = Scale<kLayerNorm>(df, h_next, res, made, n, a.eps);
-        h_next = made;
-      } else {
-        if (sum != nullptr && sum != h_next) {
-          std::memcpy(sum, h_next, n * sizeof(TX));  // h = x
-        }
-        next = Scale<kLayerNorm>(df, h_next, res, sum, n, a.eps);
-      }
-    }
-    if (r > row_begin) {
-      TY* y = static_cast<TY*>(a.y) + (r - 1) * a.y_stride;
-      float* scales = kQuant ? a.y_scale + (r - 1) * a.scales_per_row : nullptr;
-      if (HWY_UNLIKELY(NaNRow(k))) {
-        FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, n);
-      } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
-        ApplyAny<kLayerNorm, false>(df, h, y, scales, a.quant_group, w, n, k);
-      } else {
-        ApplyAny<kLayerNorm, true>(df, h, y, scales, a.quant_group, w, n, k);
-      }
-    }
-    k = next;
-    h = h_next;
+  NormRowPairs<kKind, TX, TY, TP>(a, row_begin, row_end, scratch);
+}
+
+template <int kKind, typename TX, typename TY, typename TP>
+void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
+  if (a.residual != nullptr && a.sum_out == nullptr) {
+    NormRowPairsInScratch<kKind, TX, TY, TP>(a, row_begin, row_end);
+    return;
   }
+  TX* const no_scratch[2] = {nullptr, nullptr};
+  NormRowPairs<kKind, TX, TY, TP>(a, row_begin, row_end, no_scratch);
 }
 
 // The table of one kind for this target, [x_type][y_type][param_type]
