@@ -218,19 +218,35 @@ TEST_P(NumericalFaultsTest, NonFiniteWeightsPoisonOnlyTheirColumn) {
         const Out base = Normalize(kind, t, rows, cols, values, 1e-5f, true);
         ASSERT_EQ(base.status, SIMDNORM_OK);
         const size_t col = cols / 2;
+        // full_payload: every payload bit set (a NaN that a careless
+        // rounding to bf16 would carry into infinity or zero).
         struct Poison {
           bool in_gamma;
           float value;
           const char* name;
+          bool full_payload;
         };
         for (const Poison& p :
-             {Poison{true, nan, "NaN gamma"}, Poison{false, nan, "NaN beta"},
-              Poison{false, inf, "+inf beta"},
-              Poison{false, -inf, "-inf beta"}}) {
+             {Poison{true, nan, "NaN gamma", false},
+              Poison{false, nan, "NaN beta", false},
+              Poison{true, nan, "NaN gamma with a full payload", true},
+              Poison{false, nan, "-NaN beta with a full payload", true},
+              Poison{false, inf, "+inf beta", false},
+              Poison{false, -inf, "-inf beta", false}}) {
           Matrix gamma(t.param, 1, cols), beta(t.param, 1, cols);
           gamma.Fill(ParamData(true, cols));
           beta.Fill(ParamData(false, cols));
-          (p.in_gamma ? gamma : beta).Set(0, col, p.value);
+          Matrix& poisoned = p.in_gamma ? gamma : beta;
+          poisoned.Set(0, col, p.value);
+          if (p.full_payload) {
+            const bool negative = !p.in_gamma;
+            if (Is16(t.param)) {
+              poisoned.SetBits16(0, col, negative ? 0xFFFFu : 0x7FFFu);
+            } else {
+              const uint32_t bits = negative ? 0xFFFFFFFFu : 0x7FFFFFFFu;
+              std::memcpy(poisoned.At(0, col), &bits, 4);
+            }
+          }
           const Out out = Normalize(kind, t, rows, cols, values, 1e-5f, true,
                                     &gamma, &beta);
           ASSERT_EQ(out.status, SIMDNORM_OK);
