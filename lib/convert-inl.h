@@ -259,6 +259,32 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
   hn::StoreU(bits, du32, reinterpret_cast<uint32_t*>(p));
 }
 
+// StorePair with a non-temporal store (the cache line is written to memory
+// without being read first); p must be aligned to the pair's bytes.
+template <bool kQuietNaN = true, class DF>
+HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                           float* HWY_RESTRICT p) {
+  hn::Stream(a, df, p);
+  hn::Stream(b, df, p + hn::Lanes(df));
+}
+template <bool kQuietNaN = true, class DF>
+HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                           bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto even = hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, a));
+  const auto odd =
+      hn::And(RoundedToBF16Bits<kQuietNaN>(df, b), hn::Set(du32, 0xFFFF0000u));
+  hn::Stream(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
+}
+template <bool kQuietNaN = true, class DF>
+HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                           f16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const auto bits =
+      hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
+  hn::Stream(bits, du32, reinterpret_cast<uint32_t*>(p));
+}
+
 // ------------------------------ Tails
 
 // Loads the first `count` (< Lanes) elements; the other lanes are zero.

@@ -35,6 +35,9 @@ struct RowArgs {
   float* y_scale;      // I8 output: scales_per_row floats per row
   size_t quant_group;  // I8 output: resolved (never 0)
   size_t scales_per_row;
+  // Write y with non-temporal stores where its rows are vector-aligned: the
+  // call moves more data than the caches keep (normalize.cc decides).
+  bool stream_y;
 };
 
 // Normalizes rows [row_begin, row_end). Each row's result depends only on

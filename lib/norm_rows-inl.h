@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "lib/convert-inl.h"
 #include "lib/kernel_table.h"
@@ -324,6 +325,25 @@ template <typename TX, typename TY, typename TP>
 inline constexpr bool kPairs =
     kEvenOdd<TX> == kEvenOdd<TY>&& kEvenOdd<TX> == kEvenOdd<TP>;
 
+// The main loops' store of 2N results at y: a pair (convert-inl.h) when
+// x, y and the weights pair alike, else two vectors in order; with
+// `stream` (f32 or paired output only) non-temporal.
+template <bool kPaired, bool kQuiet, class DF, typename TY>
+HWY_INLINE void Store2N(DF df, hn::Vec<DF> a, hn::Vec<DF> b, TY* HWY_RESTRICT y,
+                        bool stream) {
+  if constexpr (kPaired || std::is_same_v<TY, float>) {
+    if (stream) {
+      StreamPair<kQuiet>(df, a, b, y);
+    } else {
+      StorePair<kQuiet>(df, a, b, y);
+    }
+  } else {
+    (void)stream;
+    StoreF<kQuiet>(df, a, y);
+    StoreF<kQuiet>(df, b, y + hn::Lanes(df));
+  }
+}
+
 // y = Normalized(x) * scale + beta over a row. The weights come by value:
 // a local copy that stores to y cannot alias, so their broadcasts stay out
 // of the loop. x and y may be the same row
@@ -332,7 +352,7 @@ inline constexpr bool kPairs =
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
-                           size_t n, RowScale k) {
+                           size_t n, RowScale k, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
@@ -344,14 +364,13 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
                                                                s, m, mul, add);
       const auto b = ResultAt<kLayerNorm, kScaled, At::kPairB>(df, x, w, i, 0,
                                                                s, m, mul, add);
-      StorePair<kQuiet>(df, a, b, y + i);
+      Store2N<true, kQuiet>(df, a, b, y + i, stream);
     } else {
       const auto a = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
                                                               m, mul, add);
       const auto b = ResultAt<kLayerNorm, kScaled, At::kFull>(
           df, x, w, i + N, 0, s, m, mul, add);
-      StoreF<kQuiet>(df, a, y + i);
-      StoreF<kQuiet>(df, b, y + i + N);
+      Store2N<false, kQuiet>(df, a, b, y + i, stream);
     }
   }
   if (i + N <= n) {
@@ -397,7 +416,7 @@ HWY_INLINE void Results2At(DF df, const TX* HWY_RESTRICT x0,
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
                              const Weights<TP> w, size_t n, RowScale k0,
-                             RowScale k1) {
+                             RowScale k1, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
   const auto m0 = hn::Set(df, k0.m), mul0 = hn::Set(df, k0.mul);
@@ -412,17 +431,15 @@ HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
                                          m1, mul1, add1, a0, a1);
       Results2At<kLayerNorm, At::kPairB>(df, x0, x1, w, i, 0, m0, mul0, add0,
                                          m1, mul1, add1, b0, b1);
-      StorePair<kQuiet>(df, a0, b0, y0 + i);
-      StorePair<kQuiet>(df, a1, b1, y1 + i);
+      Store2N<true, kQuiet>(df, a0, b0, y0 + i, stream);
+      Store2N<true, kQuiet>(df, a1, b1, y1 + i, stream);
     } else {
       Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
                                         mul1, add1, a0, a1);
       Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i + N, 0, m0, mul0, add0,
                                         m1, mul1, add1, b0, b1);
-      StoreF<kQuiet>(df, a0, y0 + i);
-      StoreF<kQuiet>(df, b0, y0 + i + N);
-      StoreF<kQuiet>(df, a1, y1 + i);
-      StoreF<kQuiet>(df, b1, y1 + i + N);
+      Store2N<false, kQuiet>(df, a0, b0, y0 + i, stream);
+      Store2N<false, kQuiet>(df, a1, b1, y1 + i, stream);
     }
   }
   if (i + N <= n) {
@@ -598,13 +615,15 @@ HWY_INLINE RowScale RMSNormScale(DF df, const TX* x_in, const TX* r, TX* h,
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
 HWY_INLINE void ApplyAny(DF df, const TX* x, TY* y, float* scales, size_t group,
-                         const Weights<TP>& w, size_t n, RowScale k) {
+                         const Weights<TP>& w, size_t n, RowScale k,
+                         bool stream) {
   if constexpr (std::is_same_v<TY, int8_t>) {
+    (void)stream;
     ApplyRowQuant<kLayerNorm, kScaled>(df, x, y, scales, group, w, n, k);
   } else {
     (void)scales;
     (void)group;
-    ApplyRow<kLayerNorm, kScaled>(df, x, y, w, n, k);
+    ApplyRow<kLayerNorm, kScaled>(df, x, y, w, n, k, stream);
   }
 }
 
@@ -652,16 +671,18 @@ inline constexpr size_t kScratchBytes = 16 * 1024;
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_INLINE void ApplyOne(DF df, const internal::RowArgs& a,
                          const Weights<TP>& w, size_t r, const TX* h,
-                         const RowScale& k) {
+                         const RowScale& k, bool stream) {
   constexpr bool kQuant = std::is_same_v<TY, int8_t>;
   TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
   float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
   if (HWY_UNLIKELY(NaNRow(k))) {
     FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, a.cols);
   } else if (k.s == 1.0f) {  // x * 1 - m == x - m exactly: cheaper
-    ApplyAny<kLayerNorm, false>(df, h, y, scales, a.quant_group, w, a.cols, k);
+    ApplyAny<kLayerNorm, false>(df, h, y, scales, a.quant_group, w, a.cols, k,
+                                stream);
   } else {
-    ApplyAny<kLayerNorm, true>(df, h, y, scales, a.quant_group, w, a.cols, k);
+    ApplyAny<kLayerNorm, true>(df, h, y, scales, a.quant_group, w, a.cols, k,
+                               stream);
   }
 }
 
@@ -687,6 +708,11 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   const TX* x_rows = static_cast<const TX*>(a.x);
   const TX* res_rows = static_cast<const TX*>(a.residual);
   TX* sum_rows = static_cast<TX*>(a.sum_out);
+  // Non-temporal stores need every row's start aligned to a vector.
+  const size_t vector_bytes = hn::Lanes(df) * sizeof(float);
+  const bool stream = a.stream_y &&
+                      reinterpret_cast<uintptr_t>(a.y) % vector_bytes == 0 &&
+                      (a.y_stride * sizeof(TY)) % vector_bytes == 0;
   // The statistics of row r; *h becomes the row to apply (x, or h = x +
   // residual made in scratch[slot] or in sum_out).
   const auto stats = [&](size_t r, size_t slot, const TX** h) {
@@ -711,18 +737,21 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
     if constexpr (!kQuant) {
       if (k0.s == 1.0f && k1.s == 1.0f && !NaNRow(k0) && !NaNRow(k1)) {
         TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
-        ApplyRows2<kLayerNorm>(df, h0, h1, y, y + a.y_stride, w, n, k0, k1);
+        ApplyRows2<kLayerNorm>(df, h0, h1, y, y + a.y_stride, w, n, k0, k1,
+                               stream);
         continue;
       }
     }
-    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0);
-    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r + 1, h1, k1);
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0, stream);
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r + 1, h1, k1,
+                                                   stream);
   }
   if (r < row_end) {
     const TX* h0;
     const RowScale k0 = stats(r, 0, &h0);
-    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0);
+    ApplyOne<kLayerNorm, decltype(df), TX, TY, TP>(df, a, w, r, h0, k0, stream);
   }
+  if (stream) hwy::FlushStream();  // order the streamed stores
 }
 
 // With a residual and no sum_out: room for two rows of h on the stack, or

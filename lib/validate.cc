@@ -166,6 +166,7 @@ simdnorm_status Validate(const simdnorm_desc* d, Problem* p) {
   a.y_scale = d->y_scale;
   a.quant_group = group;
   a.scales_per_row = scales_per_row;
+  a.stream_y = false;
   p->kind = d->kind;
   p->x_type = d->x_type;
   p->y_type = d->y_type;
