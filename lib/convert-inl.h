@@ -234,55 +234,41 @@ HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const f16_t* HWY_RESTRICT p) {
   return F32FromF16Bits(df, hn::ShiftRight<16>(u));
 }
 
-template <bool kQuietNaN = true, class DF>
+// v to p, with a normal store or (kStream) a non-temporal one, which writes
+// the cache line to memory without reading it first and needs p aligned to
+// the vector's bytes.
+template <bool kStream, class D>
+HWY_INLINE void StoreVec(hn::Vec<D> v, D d, hn::TFromD<D>* HWY_RESTRICT p) {
+  if constexpr (kStream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
+// Stores the pair (a, b) to p; kQuietNaN as for RoundedToBF16Bits.
+template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           float* HWY_RESTRICT p) {
-  hn::StoreU(a, df, p);
-  hn::StoreU(b, df, p + hn::Lanes(df));
+  StoreVec<kStream>(a, df, p);
+  StoreVec<kStream>(b, df, p + hn::Lanes(df));
 }
-template <bool kQuietNaN = true, class DF>
+template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           bf16_t* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<DF> du32;
   const auto even = hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, a));
   const auto odd =
       hn::And(RoundedToBF16Bits<kQuietNaN>(df, b), hn::Set(du32, 0xFFFF0000u));
-  hn::StoreU(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
+  StoreVec<kStream>(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
 }
-
-template <bool kQuietNaN = true, class DF>
+template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           f16_t* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<DF> du32;
   const auto bits =
       hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
-  hn::StoreU(bits, du32, reinterpret_cast<uint32_t*>(p));
-}
-
-// StorePair with a non-temporal store (the cache line is written to memory
-// without being read first); p must be aligned to the pair's bytes.
-template <bool kQuietNaN = true, class DF>
-HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
-                           float* HWY_RESTRICT p) {
-  hn::Stream(a, df, p);
-  hn::Stream(b, df, p + hn::Lanes(df));
-}
-template <bool kQuietNaN = true, class DF>
-HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
-                           bf16_t* HWY_RESTRICT p) {
-  const hn::RebindToUnsigned<DF> du32;
-  const auto even = hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, a));
-  const auto odd =
-      hn::And(RoundedToBF16Bits<kQuietNaN>(df, b), hn::Set(du32, 0xFFFF0000u));
-  hn::Stream(hn::Or(even, odd), du32, reinterpret_cast<uint32_t*>(p));
-}
-template <bool kQuietNaN = true, class DF>
-HWY_INLINE void StreamPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
-                           f16_t* HWY_RESTRICT p) {
-  const hn::RebindToUnsigned<DF> du32;
-  const auto bits =
-      hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
-  hn::Stream(bits, du32, reinterpret_cast<uint32_t*>(p));
+  StoreVec<kStream>(bits, du32, reinterpret_cast<uint32_t*>(p));
 }
 
 // ------------------------------ Tails

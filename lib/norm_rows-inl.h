@@ -333,7 +333,7 @@ HWY_INLINE void Store2N(DF df, hn::Vec<DF> a, hn::Vec<DF> b, TY* HWY_RESTRICT y,
                         bool stream) {
   if constexpr (kPaired || std::is_same_v<TY, float>) {
     if (stream) {
-      StreamPair<kQuiet>(df, a, b, y);
+      StorePair<kQuiet, true>(df, a, b, y);
     } else {
       StorePair<kQuiet>(df, a, b, y);
     }
