@@ -74,15 +74,17 @@ HWY_INLINE V Shifted(V x, V s, V k) {
   return hn::MulSub(x, s, k);
 }
 
-// Shifted, with x - k computed as x * 1 - k: the same single rounding, on
-// the multiply-add units. Reductions alternate the two forms, so that the
-// subtractions share the adders' and the multiply-adders' ports (each loop
-// step is 2 adds and 1 FMA per vector otherwise).
+// Shifted, with x - k computed as x * 1 - k where the target has FMA: the
+// same single rounding, on the multiply-add units. Reductions alternate the two
+// forms, so that the subtractions share the adders' and the multiply-adders'
+// ports (each loop step is 2 adds and 1 FMA per vector otherwise).
 template <Shift kShift, class V>
 HWY_INLINE V ShiftedOnFma(V x, V s, V k) {
+#if HWY_NATIVE_FMA
   if constexpr (kShift == Shift::kSub) {
     return hn::MulSub(x, hn::Set(hn::DFromV<V>(), 1.0f), k);
   }
+#endif
   return Shifted<kShift>(x, s, k);
 }
 
