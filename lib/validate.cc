@@ -149,19 +149,6 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
 
 }  // namespace
 
-size_t ElementSize(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_F32:
-      return 4;
-    case SIMDNORM_BF16:
-    case SIMDNORM_F16:
-      return 2;
-    case SIMDNORM_I8:
-      return 1;
-  }
-  return 0;
-}
-
 namespace {
 
 // Every check, in the documented order (validate.h).

@@ -20,7 +20,18 @@ struct Problem {
   int kind, x_type, y_type, param_type;
 };
 
-size_t ElementSize(simdnorm_dtype t);
+inline size_t ElementSize(simdnorm_dtype t) {
+  switch (t) {
+    case SIMDNORM_F32:
+      return 4;
+    case SIMDNORM_BF16:
+    case SIMDNORM_F16:
+      return 2;
+    case SIMDNORM_I8:
+      return 1;
+  }
+  return 0;
+}
 
 // SIMDNORM_OK with *p filled (p->rows may be 0: nothing to do, and then
 // only p->rows is set), or the status naming the first problem found, in
