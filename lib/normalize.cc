@@ -13,7 +13,7 @@ namespace {
 // with non-temporal stores. Such a call evicts its own output from the
 // core's caches before it returns, so reading each line of y before
 // writing it (what a normal store does) is wasted traffic: at 4096 rows of
-// 896 floats it makes the call ~1.7x slower (docs/performance.md). A fixed
+// 896 floats it makes the call about 2x slower (docs/performance.md). A fixed
 // size rather than the OS's cache size: in virtual machines the reported
 // last-level cache is often the host's (320 MiB on the development VM).
 constexpr size_t kStreamThresholdBytes = size_t{16} << 20;
