@@ -288,13 +288,18 @@ void Accumulator::add_f32(const float* got, const double* want,
     }
   }
   errs_.resize(m);
+  merge(count, exact, excluded, zeros, over, sum);
+  if (s_.max > s_.max_scaled) s_.max_scaled = s_.max;
+}
+
+void Accumulator::merge(uint64_t count, uint64_t exact, uint64_t excluded,
+                        uint64_t zeros, uint64_t over, double sum) {
   s_.over += over;
   s_.count += count;
   s_.exact += exact;
   s_.excluded += excluded;
   zeros_ += zeros;
   sum_ += sum;
-  if (s_.max > s_.max_scaled) s_.max_scaled = s_.max;
 }
 
 void Accumulator::add_half(simdnorm_dtype y, const uint16_t* got,
@@ -388,12 +393,7 @@ void Accumulator::add_half_t(const uint16_t* got, const uint16_t* want,
       }
     }
   }
-  s_.over += over;
-  s_.count += count;
-  s_.exact += exact;
-  s_.excluded += excluded;
-  zeros_ += zeros;
-  sum_ += sum;
+  merge(count, exact, excluded, zeros, over, sum);
   s_.max_scaled = max_scaled;
 }
 
@@ -459,12 +459,7 @@ void Accumulator::add_i8(const int8_t* q, const float* scales, const I8Truth& t,
     }
   }
   s_.max_scale_rel = max_rel;
-  s_.over += over;
-  s_.count += count;
-  s_.exact += exact;
-  s_.excluded += excluded;
-  zeros_ += zeros;
-  sum_ += sum;
+  merge(count, exact, excluded, zeros, over, sum);
   if (s_.max > s_.max_scaled) s_.max_scaled = s_.max;
 }
 

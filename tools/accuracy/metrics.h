@@ -127,6 +127,9 @@ class Accumulator {
                   const double* truth, const double* xhat, const float* x,
                   const float* gamma, const float* beta, size_t rows,
                   size_t cols, const double* lo, const double* hi);
+  // Adds one call's element counts and error sum to the totals.
+  void merge(uint64_t count, uint64_t exact, uint64_t excluded, uint64_t zeros,
+             uint64_t over, double sum);
   void new_worst(double err, double scaled, size_t cols, size_t row, size_t col,
                  double input, double got, double want, double xhat);
   std::vector<float> errs_;  // the non-zero errors
