@@ -1,18 +1,32 @@
 // The C API: a thin layer over the C++ core.
+#include "lib/descriptor.h"
 #include "lib/isa.h"
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
 
 extern "C" {
 
-simdnorm_status simdnorm_normalize(const simdnorm_desc* d) {
-  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  return static_cast<simdnorm_status>(simdnorm::normalize(*d));
+simdnorm_status simdnorm_normalize_sized(const simdnorm_desc* d,
+                                         size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::Normalize));
 }
 
-simdnorm_status simdnorm_normalize_reference(const simdnorm_desc* d) {
-  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  return static_cast<simdnorm_status>(simdnorm::normalize_reference(*d));
+simdnorm_status simdnorm_normalize_reference_sized(const simdnorm_desc* d,
+                                                   size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::NormalizeReference));
+}
+
+unsigned simdnorm_version(void) { return SIMDNORM_VERSION; }
+
+const char* simdnorm_version_string(void) {
+#define SIMDNORM_STR2(x) #x
+#define SIMDNORM_STR(x) SIMDNORM_STR2(x)
+  return SIMDNORM_STR(SIMDNORM_VERSION_MAJOR) "." SIMDNORM_STR(
+      SIMDNORM_VERSION_MINOR) "." SIMDNORM_STR(SIMDNORM_VERSION_PATCH);
+#undef SIMDNORM_STR
+#undef SIMDNORM_STR2
 }
 
 const char* simdnorm_status_string(simdnorm_status s) {
@@ -20,7 +34,8 @@ const char* simdnorm_status_string(simdnorm_status s) {
     case SIMDNORM_OK:
       return "SIMDNORM_OK: success";
     case SIMDNORM_INVALID_ARGUMENT:
-      return "SIMDNORM_INVALID_ARGUMENT: NULL descriptor or data pointer "
+      return "SIMDNORM_INVALID_ARGUMENT: NULL descriptor or data pointer, "
+             "descriptor size below SIMDNORM_DESC_MIN_SIZE "
              "(y_scale with int8 output), unknown enum value or flag, eps "
              "negative, NaN or infinite, gamma_offset not finite, or "
              "y_scale/quant_group without int8 output";
@@ -32,8 +47,10 @@ const char* simdnorm_status_string(simdnorm_status s) {
              "another buffer other than exactly y == x (in place) or sum_out "
              "== x or residual";
     case SIMDNORM_UNSUPPORTED:
-      return "SIMDNORM_UNSUPPORTED: int8 as an input type, or an unknown ISA "
-             "or one this CPU does not support";
+      return "SIMDNORM_UNSUPPORTED: int8 as an input type, an unknown ISA "
+             "or one this CPU does not support, or a descriptor field this "
+             "version of the library does not know (non-zero bytes past its "
+             "simdnorm_desc)";
   }
   return "simdnorm: unknown status";
 }

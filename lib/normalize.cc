@@ -1,6 +1,7 @@
 // The core entry point: validate, pick the active ISA's kernel, run rows.
 #include <cstddef>
 
+#include "lib/descriptor.h"
 #include "lib/isa.h"
 #include "lib/parallel_rows.h"
 #include "lib/validate.h"
@@ -29,7 +30,9 @@ bool StreamOutput(const internal::Problem& p) {
 
 }  // namespace
 
-Status normalize(const simdnorm_desc& d) {
+namespace internal {
+
+Status Normalize(const simdnorm_desc& d) {
   internal::Problem p;
   const simdnorm_status s = internal::Validate(&d, &p);
   if (s != SIMDNORM_OK || p.rows == 0) return static_cast<Status>(s);
@@ -40,4 +43,5 @@ Status normalize(const simdnorm_desc& d) {
   return Status::kOk;
 }
 
+}  // namespace internal
 }  // namespace simdnorm

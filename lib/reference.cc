@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "lib/descriptor.h"
 #include "lib/validate.h"
 #include "simdnorm/simdnorm.hpp"
 
@@ -179,7 +180,9 @@ void StoreI8Row(const internal::RowArgs& a, size_t row, const double* out) {
 
 }  // namespace
 
-Status reference_f64(const simdnorm_desc& d, double* out, double* xhat) {
+namespace internal {
+
+Status ReferenceF64(const simdnorm_desc& d, double* out, double* xhat) {
   internal::Problem p;
   const simdnorm_status s = internal::Validate(&d, &p);
   if (s != SIMDNORM_OK) return static_cast<Status>(s);
@@ -194,7 +197,7 @@ Status reference_f64(const simdnorm_desc& d, double* out, double* xhat) {
   return Status::kOk;
 }
 
-Status normalize_reference(const simdnorm_desc& d) {
+Status NormalizeReference(const simdnorm_desc& d) {
   internal::Problem p;
   const simdnorm_status s = internal::Validate(&d, &p);
   if (s != SIMDNORM_OK || p.rows == 0) return static_cast<Status>(s);
@@ -216,6 +219,16 @@ Status normalize_reference(const simdnorm_desc& d) {
     }
   }
   return Status::kOk;
+}
+
+}  // namespace internal
+
+Status reference_f64(const simdnorm_desc& d, size_t desc_size, double* out,
+                     double* xhat) {
+  return internal::WithWholeDescriptor(
+      &d, desc_size, [out, xhat](const simdnorm_desc& whole) {
+        return internal::ReferenceF64(whole, out, xhat);
+      });
 }
 
 }  // namespace simdnorm

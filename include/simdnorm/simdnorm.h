@@ -21,6 +21,18 @@
  * results are bitwise identical whatever the thread count. The environment
  * variable SIMDNORM_NUM_THREADS=N, read once, caps every call at N threads
  * (1 = never use oneTBB's scheduler).
+ *
+ * Compatibility: within a major version (and, before 1.0, a minor version)
+ * the library keeps its ABI. simdnorm_desc only grows by fields appended at
+ * its end whose zero keeps the behaviour of the older layout. A program
+ * passes the size of the descriptor it was compiled with
+ * (simdnorm_normalize does it for you: sizeof in the caller's header), so a
+ * newer library reads exactly the fields the program knows and takes the
+ * rest as zero; an older library serves a newer program's descriptor as long
+ * as every field it does not know is zero, and otherwise answers
+ * SIMDNORM_UNSUPPORTED (never reading past the caller's struct). Callers that
+ * zero the descriptor and set the fields they know need nothing else; FFI
+ * callers pass their struct's size to simdnorm_normalize_sized.
  */
 #ifndef SIMDNORM_SIMDNORM_H_
 #define SIMDNORM_SIMDNORM_H_
@@ -28,6 +40,14 @@
 #include <stddef.h>
 
 #include "simdnorm/export.h"
+
+/* The version of this header; simdnorm_version() is the library's. */
+#define SIMDNORM_VERSION_MAJOR 0
+#define SIMDNORM_VERSION_MINOR 2
+#define SIMDNORM_VERSION_PATCH 0
+#define SIMDNORM_VERSION                                           \
+  (SIMDNORM_VERSION_MAJOR * 10000 + SIMDNORM_VERSION_MINOR * 100 + \
+   SIMDNORM_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,7 +58,8 @@ typedef enum simdnorm_status {
   SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum/eps/flags */
   SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow */
   SIMDNORM_OVERLAP = 3,    /* y overlaps x, gamma or beta (not in place) */
-  SIMDNORM_UNSUPPORTED = 4 /* unknown ISA; I8 other than as y_type */
+  SIMDNORM_UNSUPPORTED = 4 /* unknown ISA; I8 other than as y_type; a
+                              descriptor field this library does not know */
 } simdnorm_status;
 
 typedef enum simdnorm_dtype {
@@ -61,7 +82,8 @@ typedef enum simdnorm_kind {
 } simdnorm_kind;
 
 /* All-zero = LayerNorm, F32, dense rows, no gamma/beta, eps 0, default
- * threads. Later versions only append fields whose zero keeps this meaning. */
+ * threads. Later versions only append fields whose zero keeps this meaning
+ * (see Compatibility above). */
 typedef struct simdnorm_desc {
   simdnorm_kind kind;
   size_t rows;
@@ -103,13 +125,37 @@ typedef struct simdnorm_desc {
   size_t quant_group;
 } simdnorm_desc;
 
-/* Normalizes d->rows rows with the active ISA's kernels. */
-SIMDNORM_API simdnorm_status simdnorm_normalize(const simdnorm_desc* d);
+/* The smallest descriptor a caller may pass: the fields up to max_threads
+ * (those of simdnorm 0.1). Fields after them read as zero when the caller's
+ * struct ends before them. */
+#define SIMDNORM_DESC_MIN_SIZE \
+  (offsetof(simdnorm_desc, max_threads) + sizeof(size_t))
+
+/* Normalizes d->rows rows with the active ISA's kernels. desc_size is
+ * sizeof the caller's simdnorm_desc: below SIMDNORM_DESC_MIN_SIZE gives
+ * SIMDNORM_INVALID_ARGUMENT; above this library's, the bytes it does not
+ * know must be zero (else SIMDNORM_UNSUPPORTED). */
+SIMDNORM_API simdnorm_status simdnorm_normalize_sized(const simdnorm_desc* d,
+                                                      size_t desc_size);
 
 /* Same contract, computed in float64 by a plain scalar loop and rounded once
  * to y_type: the truth the kernels are tested against. Single-threaded. */
 SIMDNORM_API simdnorm_status
-simdnorm_normalize_reference(const simdnorm_desc* d);
+simdnorm_normalize_reference_sized(const simdnorm_desc* d, size_t desc_size);
+
+/* The usual entry points: the descriptor of this header. */
+static inline simdnorm_status simdnorm_normalize(const simdnorm_desc* d) {
+  return simdnorm_normalize_sized(d, sizeof(simdnorm_desc));
+}
+static inline simdnorm_status simdnorm_normalize_reference(
+    const simdnorm_desc* d) {
+  return simdnorm_normalize_reference_sized(d, sizeof(simdnorm_desc));
+}
+
+/* The library's version, SIMDNORM_VERSION as it was built (may differ from
+ * this header's), and as "MAJOR.MINOR.PATCH". */
+SIMDNORM_API unsigned simdnorm_version(void);
+SIMDNORM_API const char* simdnorm_version_string(void);
 
 /* A static, human-readable name of the status ("SIMDNORM_OVERLAP: ..."). */
 SIMDNORM_API const char* simdnorm_status_string(simdnorm_status s);

@@ -213,14 +213,22 @@ simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
   return d;
 }
 
-// The core entry point (C++ linkage). The C API is a thin layer over it.
-SIMDNORM_API Status normalize(const simdnorm_desc& d);
-SIMDNORM_API Status normalize_reference(const simdnorm_desc& d);
+// The C entry points with this header's descriptor size (simdnorm.h,
+// Compatibility).
+inline Status normalize(const simdnorm_desc& d) {
+  return static_cast<Status>(simdnorm_normalize_sized(&d, sizeof(d)));
+}
+inline Status normalize_reference(const simdnorm_desc& d) {
+  return static_cast<Status>(simdnorm_normalize_reference_sized(&d, sizeof(d)));
+}
 
 // The float64 truth for one descriptor, unrounded: out and (optionally) xhat,
 // the normalized value before gamma/beta, each rows * cols doubles, dense.
-SIMDNORM_API Status reference_f64(const simdnorm_desc& d, double* out,
-                                  double* xhat);
+SIMDNORM_API Status reference_f64(const simdnorm_desc& d, size_t desc_size,
+                                  double* out, double* xhat);
+inline Status reference_f64(const simdnorm_desc& d, double* out, double* xhat) {
+  return reference_f64(d, sizeof(d), out, xhat);
+}
 
 namespace detail {
 template <class X, class Y>
