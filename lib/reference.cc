@@ -223,10 +223,10 @@ Status NormalizeReference(const simdnorm_desc& d) {
 
 }  // namespace internal
 
-Status reference_f64(const simdnorm_desc& d, size_t desc_size, double* out,
+Status reference_f64(const simdnorm_desc* d, size_t desc_size, double* out,
                      double* xhat) {
   return internal::WithWholeDescriptor(
-      &d, desc_size, [out, xhat](const simdnorm_desc& whole) {
+      d, desc_size, [out, xhat](const simdnorm_desc& whole) {
         return internal::ReferenceF64(whole, out, xhat);
       });
 }

@@ -148,10 +148,10 @@ TEST(AbiReferenceF64, OlderLayoutIsServed) {
             simdnorm::Status::kOk);
   auto old = std::make_unique<DescV01>();
   std::memcpy(old.get(), &full, sizeof(DescV01));
-  ASSERT_EQ(simdnorm::reference_f64(
-                *reinterpret_cast<const simdnorm_desc*>(old.get()),
-                sizeof(DescV01), got.data(), nullptr),
-            simdnorm::Status::kOk);
+  ASSERT_EQ(
+      simdnorm::reference_f64(reinterpret_cast<const simdnorm_desc*>(old.get()),
+                              sizeof(DescV01), got.data(), nullptr),
+      simdnorm::Status::kOk);
   EXPECT_EQ(want, got);
 }
 

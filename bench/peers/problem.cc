@@ -80,6 +80,16 @@ Buffer AllocateAligned(size_t bytes) {
   return Buffer(p);
 }
 
+namespace {
+
+// `offset` bytes into a fresh 64-byte aligned block of bytes + offset.
+char* Offset(Buffer* b, size_t bytes, size_t offset) {
+  *b = AllocateAligned(bytes + offset);
+  return static_cast<char*>(b->get()) + offset;
+}
+
+}  // namespace
+
 bool ProblemShape::operator==(const ProblemShape& o) const {
   return kind == o.kind && rows == o.rows && cols == o.cols &&
          x_type == o.x_type && y_type == o.y_type &&
@@ -87,7 +97,8 @@ bool ProblemShape::operator==(const ProblemShape& o) const {
          max_threads == o.max_threads && eps == o.eps &&
          residual == o.residual && in_place == o.in_place &&
          x_stride == o.x_stride && quant_group == o.quant_group &&
-         gamma_offset == o.gamma_offset && flags == o.flags;
+         gamma_offset == o.gamma_offset && flags == o.flags &&
+         x_offset == o.x_offset && y_offset == o.y_offset;
 }
 
 Problem::Problem(const ProblemShape& s) : shape_(s) {
@@ -113,31 +124,32 @@ Problem::Problem(const ProblemShape& s) : shape_(s) {
   const size_t bytes = std::max(s.rows * xs * 4, moved_bytes(desc_) / 2 + 64);
 
   Rng rng{0x5EED0000ull + s.cols};
-  x_ = AllocateAligned(bytes);
-  std::memset(x_.get(), 0, bytes);  // the gaps between strided rows too
+  char* x = Offset(&x_, bytes, s.x_offset);
+  std::memset(x, 0, bytes);  // the gaps between strided rows too
   for (size_t r = 0; r < s.rows; ++r) {
-    Fill(static_cast<char*>(x_.get()) + r * xs * sx, s.x_type, s.cols, 0.25f,
-         1.0f, rng);
+    Fill(x + r * xs * sx, s.x_type, s.cols, 0.25f, 1.0f, rng);
   }
-  y_ = AllocateAligned(bytes);
-  std::memset(y_.get(), 0, bytes);
-  desc_.x = x_.get();
+  char* y = Offset(&y_, bytes, s.y_offset);
+  std::memset(y, 0, bytes);
+  x_data_ = x;
+  y_data_ = y;
+  desc_.x = x;
   if (s.in_place) {
-    desc_.y = x_.get();
+    desc_.y = x;
     desc_.y_stride = s.x_stride;
   } else {
-    desc_.y = y_.get();
+    desc_.y = y;
   }
   if (s.residual) {
-    residual_ = AllocateAligned(n * sx);
-    Fill(residual_.get(), s.x_type, n, 0.0f, 1.0f, rng);
-    desc_.residual = residual_.get();
+    char* residual = Offset(&residual_, n * sx, s.x_offset);
+    Fill(residual, s.x_type, n, 0.0f, 1.0f, rng);
+    desc_.residual = residual;
     if (s.in_place) {
-      desc_.sum_out = residual_.get();
+      desc_.sum_out = residual;
     } else {
-      sum_ = AllocateAligned(n * sx);
-      std::memset(sum_.get(), 0, n * sx);
-      desc_.sum_out = sum_.get();
+      char* sum = Offset(&sum_, n * sx, s.x_offset);
+      std::memset(sum, 0, n * sx);
+      desc_.sum_out = sum;
     }
   }
   if (s.y_type == SIMDNORM_I8) {
@@ -150,14 +162,14 @@ Problem::Problem(const ProblemShape& s) : shape_(s) {
   }
   const size_t pbytes = s.cols * dtype_size(s.param_type);
   if (s.gamma) {
-    gamma_ = AllocateAligned(pbytes);
-    Fill(gamma_.get(), s.param_type, s.cols, 1.0f, 0.1f, rng);
-    desc_.gamma = gamma_.get();
+    char* gamma = Offset(&gamma_, pbytes, s.x_offset);
+    Fill(gamma, s.param_type, s.cols, 1.0f, 0.1f, rng);
+    desc_.gamma = gamma;
   }
   if (s.beta) {
-    beta_ = AllocateAligned(pbytes);
-    Fill(beta_.get(), s.param_type, s.cols, 0.0f, 0.1f, rng);
-    desc_.beta = beta_.get();
+    char* beta = Offset(&beta_, pbytes, s.x_offset);
+    Fill(beta, s.param_type, s.cols, 0.0f, 0.1f, rng);
+    desc_.beta = beta;
   }
 }
 

@@ -1,5 +1,7 @@
-// One benchmark problem: aligned x, y, gamma and beta buffers filled with
-// fixed pseudo-random data, and the simdnorm_desc that points at them.
+// One benchmark problem: x, y, gamma and beta buffers filled with fixed
+// pseudo-random data, and the simdnorm_desc that points at them. Buffers
+// start on a cache line, or `offset` bytes past one, as callers' buffers do
+// (std::vector's rows sit 16 bytes off a 64-byte line).
 // Shared by the benchmarks and simdnorm-profile.
 #ifndef SIMDNORM_BENCH_PEERS_PROBLEM_H_
 #define SIMDNORM_BENCH_PEERS_PROBLEM_H_
@@ -40,6 +42,10 @@ struct ProblemShape {
   size_t quant_group = 0;  // y_type I8: elements per scale, 0 = the row
   float gamma_offset = 0.0f;
   unsigned flags = 0;
+  // Bytes past a 64-byte boundary where x (and the weights, residual and
+  // sum_out) start, and where y starts (the same or another offset).
+  size_t x_offset = 0;
+  size_t y_offset = 0;
 
   bool operator==(const ProblemShape& o) const;
   bool operator!=(const ProblemShape& o) const { return !(*this == o); }
@@ -55,8 +61,8 @@ class Problem {
 
   const simdnorm_desc& desc() const { return desc_; }
   const ProblemShape& shape() const { return shape_; }
-  void* x() const { return x_.get(); }
-  void* y() const { return y_.get(); }
+  void* x() const { return x_data_; }
+  void* y() const { return y_data_; }
   // rows * cols floats for the unfused peer's f32 rows (I8 output only,
   // else null).
   float* scratch() const { return static_cast<float*>(scratch_.get()); }
@@ -64,6 +70,8 @@ class Problem {
  private:
   ProblemShape shape_;
   Buffer x_, y_, gamma_, beta_, residual_, sum_, y_scale_, scratch_;
+  void* x_data_ = nullptr;  // x_ and y_ past their offsets
+  void* y_data_ = nullptr;
   simdnorm_desc desc_{};
 };
 

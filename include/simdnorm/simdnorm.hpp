@@ -222,12 +222,14 @@ inline Status normalize_reference(const simdnorm_desc& d) {
   return static_cast<Status>(simdnorm_normalize_reference_sized(&d, sizeof(d)));
 }
 
-// The float64 truth for one descriptor, unrounded: out and (optionally) xhat,
-// the normalized value before gamma/beta, each rows * cols doubles, dense.
-SIMDNORM_API Status reference_f64(const simdnorm_desc& d, size_t desc_size,
+// The float64 truth for one descriptor of desc_size bytes (simdnorm.h,
+// Compatibility), unrounded: out and (optionally) xhat, the normalized value
+// before gamma/beta, each rows * cols doubles, dense. The second form passes
+// this header's size.
+SIMDNORM_API Status reference_f64(const simdnorm_desc* d, size_t desc_size,
                                   double* out, double* xhat);
 inline Status reference_f64(const simdnorm_desc& d, double* out, double* xhat) {
-  return reference_f64(d, sizeof(d), out, xhat);
+  return reference_f64(&d, sizeof(d), out, xhat);
 }
 
 namespace detail {
