@@ -98,7 +98,14 @@ int Run(int argc, char** argv) {
                  meta.machine.emulated.c_str());
   }
 
+  // Each configuration at every offset, side by side.
   std::vector<Config> configs;
+  auto add = [&](Config c) {
+    for (const Offset& off : o.offsets) {
+      c.offset = off;
+      configs.push_back(c);
+    }
+  };
   for (simdnorm_kind kind : o.kinds) {
     for (const Variant& v : o.variants) {
       for (DTypes t : o.dtypes) {
@@ -113,7 +120,7 @@ int Run(int argc, char** argv) {
               c.dtypes = t;
               c.threads = threads;
               c.variant = v;
-              configs.push_back(c);
+              add(c);
             }
           }
         }
@@ -130,7 +137,7 @@ int Run(int argc, char** argv) {
       c.dtypes = DTypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16};
       c.threads = threads;
       c.variant.fused_add = true;
-      configs.push_back(c);
+      add(c);
     }
   }
 
@@ -138,16 +145,14 @@ int Run(int argc, char** argv) {
   std::vector<ConfigResult> results;
   for (size_t i = 0; i < configs.size(); ++i) {
     const Config& c = configs[i];
-    char prefix[200];
-    std::snprintf(
-        prefix, sizeof(prefix), "[%zu/%zu] %s%s%s %s %zux%zu threads %s", i + 1,
-        configs.size(), KindName(c.kind), c.variant.plain() ? "" : " ",
-        c.variant.plain() ? "" : c.variant.Name().c_str(),
-        DTypesName(c.dtypes).c_str(), c.cols, c.rows,
-        c.threads == 0 ? "all" : std::to_string(c.threads).c_str());
-    if (!tty) std::fprintf(stderr, "%s\n", prefix);
+    const std::string prefix = "[" + std::to_string(i + 1) + "/" +
+                               std::to_string(configs.size()) + "] " +
+                               ConfigName(c);
+    if (!tty) std::fprintf(stderr, "%s\n", prefix.c_str());
     auto progress = [&](const std::string& what) {
-      if (tty) std::fprintf(stderr, "\r\033[K%s: %s", prefix, what.c_str());
+      if (tty) {
+        std::fprintf(stderr, "\r\033[K%s: %s", prefix.c_str(), what.c_str());
+      }
     };
     results.push_back(MeasureConfig(c, s, progress));
   }
@@ -207,12 +212,8 @@ int Run(int argc, char** argv) {
         if (r.type != ImplType::kSimdnorm) continue;
         if (!r.error.empty() || !r.err_ok) {
           std::fprintf(
-              stderr,
-              "simdnorm-profile: --strict: %s %s %s %zux%zu "
-              "%s: %s\n",
-              KindName(c.config.kind), c.config.variant.Name().c_str(),
-              DTypesName(c.config.dtypes).c_str(), c.config.cols, c.config.rows,
-              r.name.c_str(),
+              stderr, "simdnorm-profile: --strict: %s %s: %s\n",
+              ConfigName(c.config).c_str(), r.name.c_str(),
               r.error.empty() ? "output off the reference" : r.error.c_str());
           ok = false;
         }

@@ -255,6 +255,8 @@ ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
   shape.quant_group = c.variant.quant_group;
   shape.gamma_offset = c.variant.gemma ? 1.0f : 0.0f;
   shape.flags = c.variant.hf_round ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
+  shape.x_offset = c.offset.x;
+  shape.y_offset = c.offset.y;
   Problem p(shape);
   const simdnorm_desc d = p.desc();
   const size_t elems = d.rows * d.cols;

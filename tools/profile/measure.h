@@ -1,5 +1,6 @@
 // simdnorm-profile's measurements: one problem (kind, shape, dtypes, thread
-// count) at a time, every implementation on the same buffers, interleaved.
+// count, buffer offsets) at a time, every implementation on the same
+// buffers, interleaved.
 #ifndef SIMDNORM_TOOLS_PROFILE_MEASURE_H_
 #define SIMDNORM_TOOLS_PROFILE_MEASURE_H_
 
@@ -20,6 +21,7 @@ struct Config {
   DTypes dtypes;       // for int8 variants y is SIMDNORM_I8
   size_t threads = 1;  // max_threads: 1 or 0 = all
   Variant variant;
+  Offset offset;  // of the buffers every implementation runs on
 };
 
 // kUnfused: the fused variants' work as separate passes (an add loop,

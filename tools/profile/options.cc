@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "LayerNorm (when built in). Default: hidden size 896, rows 1,64,4096,\n"
     "both kinds, f32 and bf16, 1 thread and all threads, plus one fused-add\n"
     "line (RMSNorm bf16, rows 4096: vLLM's pre-norm step, against the\n"
-    "unfused add loop + norm) (about 15 s).\n"
+    "unfused add loop + norm), each on aligned buffers and 16 bytes off\n"
+    "(about 25 s).\n"
     "\n"
     "  --cols N[,N...]        hidden sizes (default 896)\n"
     "  --rows N[,N...]        rows per call (default 1,64,4096)\n"
@@ -36,6 +37,13 @@ constexpr const char* kUsage =
     "                         this or --kind, --dtype, --cols, --rows drops\n"
     "                         the default fused-add line)\n"
     "  --threads N[,N]        max_threads values; 0 = all (default 1,0)\n"
+    "  --offset X[:Y][,...]   where the buffers start, in bytes past a "
+    "64-byte\n"
+    "                         line: x (and gamma, beta, residual, sum_out) at\n"
+    "                         X, y at Y (Y = X when left out); multiples of 4\n"
+    "                         below 64; every configuration runs at each\n"
+    "                         (default 0,16: aligned, and 16 bytes off as the\n"
+    "                         rows of a std::vector are)\n"
     "  --reps N               timed batches per measurement (default 9);\n"
     "                         the table reports their median\n"
     "  --batch-ms MS          length of one batch (default 4)\n"
@@ -121,6 +129,17 @@ bool ParseDTypes(const std::string& s, DTypes* t) {
   return true;
 }
 
+// "X" or "X:Y", each a multiple of 4 below 64.
+bool ParseOffset(const std::string& s, Offset* o) {
+  auto one = [](const std::string& v, size_t* n) {
+    return ParseSize(v, n) && *n < 64 && *n % 4 == 0;
+  };
+  const size_t colon = s.find(':');
+  if (!one(s.substr(0, colon), &o->x)) return false;
+  o->y = o->x;
+  return colon == std::string::npos || one(s.substr(colon + 1), &o->y);
+}
+
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "simdnorm-profile: %s (see --help)\n", msg.c_str());
   return 2;
@@ -196,6 +215,10 @@ bool ParseVariant(const std::string& s, Variant* v) {
   return true;
 }
 
+std::string OffsetName(const Offset& o) {
+  return std::to_string(o.x) + (o.x == o.y ? "" : ":" + std::to_string(o.y));
+}
+
 const char* KindName(simdnorm_kind k) {
   return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
 }
@@ -257,6 +280,19 @@ int ParseOptions(int argc, char** argv, Options* o) {
       if (int r = sizes(&o->rows, false)) return r;
     } else if (arg == "--threads") {
       if (int r = sizes(&o->threads, true)) return r;
+    } else if (arg == "--offset") {
+      std::string v;
+      if (!need(&v)) return Fail(arg + " needs a value");
+      o->offsets.clear();
+      for (const std::string& p : Split(v)) {
+        Offset off;
+        if (!ParseOffset(p, &off)) {
+          return Fail("bad offset '" + p +
+                      "' (X or X:Y, multiples of 4 below 64)");
+        }
+        o->offsets.push_back(off);
+      }
+      if (o->offsets.empty()) return Fail(arg + " needs a value");
     } else if (arg == "--isa") {
       std::string v;
       if (!need(&v)) return Fail("--isa needs a value");

@@ -34,6 +34,16 @@ struct Variant {
 };
 bool ParseVariant(const std::string& s, Variant* v);
 
+// Where a configuration's buffers start, in bytes past a 64-byte boundary:
+// x (and gamma, beta, residual, sum_out) at `x`, y at `y`.
+struct Offset {
+  size_t x = 0;
+  size_t y = 0;
+  bool zero() const { return x == 0 && y == 0; }
+};
+// "16", or "16:0" when x and y differ.
+std::string OffsetName(const Offset& o);
+
 struct Options {
   std::vector<size_t> cols = {896};
   std::vector<size_t> rows = {1, 64, 4096};
@@ -47,10 +57,13 @@ struct Options {
   // --variant, --kind, --dtype, --cols or --rows drops it.
   bool fused_line = true;
   std::vector<size_t> threads = {1, 0};  // max_threads; 0 = all
-  size_t reps = 9;                       // timed batches per measurement
-  double batch_ms = 4.0;                 // length of one batch
-  bool peers = true;                     // memcpy, hand loop, oneDNN
-  bool check = true;                     // compare outputs to the reference
+  // Every configuration is measured at each offset: aligned, and 16 bytes
+  // off as the rows of a std::vector are.
+  std::vector<Offset> offsets = {{0, 0}, {16, 16}};
+  size_t reps = 9;        // timed batches per measurement
+  double batch_ms = 4.0;  // length of one batch
+  bool peers = true;      // memcpy, hand loop, oneDNN
+  bool check = true;      // compare outputs to the reference
   // Exit 1 when a simdnorm call fails or its output is off the reference.
   bool strict = false;
   bool table = true;           // the human table on stdout

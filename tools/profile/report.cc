@@ -165,6 +165,13 @@ bool AnyUnfused(const std::vector<ConfigResult>& results) {
   return false;
 }
 
+bool AnyOffset(const std::vector<ConfigResult>& results) {
+  for (const ConfigResult& c : results) {
+    if (!c.config.offset.zero()) return true;
+  }
+  return false;
+}
+
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
   std::string k = KindName(c.kind);
@@ -173,6 +180,12 @@ std::string KindVariant(const Config& c) {
 }
 
 }  // namespace
+
+std::string ConfigName(const Config& c) {
+  return KindVariant(c) + " " + DTypesName(c.dtypes) + " " +
+         std::to_string(c.cols) + "x" + std::to_string(c.rows) + " threads " +
+         ThreadsName(c.threads) + " offset " + OffsetName(c.offset);
+}
 
 void WriteHeader(std::FILE* f, const Meta& m) {
   std::fprintf(f, "simdnorm-profile %s\n", m.version.c_str());
@@ -209,21 +222,26 @@ void WriteHeader(std::FILE* f, const Meta& m) {
                "variants: fused add also counts residual read + sum_out "
                "written, int8 the scales; unfused = add loop, simdnorm on the "
                "first ISA,\nquantize loop, counted with its own bytes; vs "
-               "unfused = its time / time; int8 err = max |q - reference q|\n");
+               "unfused = its time / time; int8 err = max |q - reference q|\n"
+               "offset = bytes past a 64-byte line where x (and gamma, beta, "
+               "residual, sum_out) and y start, x:y when they differ\n");
 }
 
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
   const bool variants = AnyVariant(results);
   const bool unfused = AnyUnfused(results);
+  const bool offsets = AnyOffset(results);
   // The variant joins the kind column when some configuration has one.
   int kind_w = variants ? 12 : 9;
   for (const ConfigResult& c : results) {
     kind_w = std::max(kind_w, static_cast<int>(KindVariant(c.config).size()));
   }
-  std::fprintf(f, "%-*s  %-13s %5s %5s %7s  %-7s %9s %8s %9s %8s %9s", kind_w,
+  std::fprintf(f, "%-*s  %-13s %5s %5s %7s", kind_w,
                variants ? "kind variant" : "kind", "dtype", "cols", "rows",
-               "threads", "impl", "ns/row", "GB/s", "of memcpy", "vs loop",
-               "vs oneDNN");
+               "threads");
+  if (offsets) std::fprintf(f, " %6s", "offset");
+  std::fprintf(f, "  %-7s %9s %8s %9s %8s %9s", "impl", "ns/row", "GB/s",
+               "of memcpy", "vs loop", "vs oneDNN");
   if (unfused) std::fprintf(f, " %10s", "vs unfused");
   std::fprintf(f, " %7s\n", "err");
   const ConfigResult* prev = nullptr;
@@ -233,9 +251,11 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
     prev = row.c;
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    std::fprintf(f, "%-*s  %-13s %5zu %5zu %7s  %-7s ", kind_w,
-                 KindVariant(c).c_str(), DTypesName(c.dtypes).c_str(), c.cols,
-                 c.rows, ThreadsName(c.threads).c_str(), r.name.c_str());
+    std::fprintf(f, "%-*s  %-13s %5zu %5zu %7s", kind_w, KindVariant(c).c_str(),
+                 DTypesName(c.dtypes).c_str(), c.cols, c.rows,
+                 ThreadsName(c.threads).c_str());
+    if (offsets) std::fprintf(f, " %6s", OffsetName(c.offset).c_str());
+    std::fprintf(f, "  %-7s ", r.name.c_str());
     if (!r.error.empty()) {
       std::fprintf(f, "not measured: %s\n", r.error.c_str());
       continue;
@@ -255,9 +275,7 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
       notes.push_back(r.note);
     }
     if (!r.err_ok) {
-      notes.push_back(KindVariant(c) + " " + DTypesName(c.dtypes) + " " +
-                      std::to_string(c.cols) + "x" + std::to_string(c.rows) +
-                      " threads " + ThreadsName(c.threads) + " " + r.name +
+      notes.push_back(ConfigName(c) + " " + r.name +
                       ": output differs from the reference by " +
                       Sig3(r.err_ulp) +
                       (c.dtypes.y == SIMDNORM_I8 ? " q" : " ulp") +
@@ -313,7 +331,7 @@ void WriteJson(std::FILE* f, const Meta& m,
         "\"of_memcpy\": %s, \"vs_loop\": %s, \"vs_onednn\": %s, "
         "\"err_ulp\": %s, \"err_ok\": %s, \"error\": %s, \"note\": %s, "
         "\"variant\": %s, \"impl_bytes_per_call\": %zu, \"vs_unfused\": "
-        "%s, \"err_detail\": %s}",
+        "%s, \"err_detail\": %s, \"x_offset\": %zu, \"y_offset\": %zu}",
         KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
         DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
         JsonString(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
@@ -329,7 +347,8 @@ void WriteJson(std::FILE* f, const Meta& m,
         JsonString(c.variant.Name()).c_str(),
         r.bytes ? r.bytes : row.c->moved_bytes,
         JsonNumber(row.vs_unfused).c_str(),
-        r.err_detail.empty() ? "null" : JsonString(r.err_detail).c_str());
+        r.err_detail.empty() ? "null" : JsonString(r.err_detail).c_str(),
+        c.offset.x, c.offset.y);
   }
   std::fprintf(f, "\n  ]\n}\n");
 }
@@ -339,7 +358,7 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
                "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
                "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
                "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error,"
-               "variant,impl_bytes_per_call,vs_unfused\n");
+               "variant,impl_bytes_per_call,vs_unfused,x_offset,y_offset\n");
   auto num = [](double v) {
     if (!std::isfinite(v)) return std::string();
     char buf[64];
@@ -352,7 +371,7 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
     std::fprintf(
         f,
         "%s,%s,%s,%s,%zu,%zu,%zu,%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%zu,"
-        "%s\n",
+        "%s,%zu,%zu\n",
         KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
         DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
         CsvField(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
@@ -362,7 +381,7 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
         num(row.vs_loop).c_str(), num(row.vs_onednn).c_str(),
         num(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(), CsvField(r.error).c_str(),
         c.variant.Name().c_str(), r.bytes ? r.bytes : row.c->moved_bytes,
-        num(row.vs_unfused).c_str());
+        num(row.vs_unfused).c_str(), c.offset.x, c.offset.y);
   }
 }
 
@@ -470,7 +489,8 @@ void WriteSvg(std::FILE* f, const Meta& m,
             DTypesName(cf.dtypes) +
             (cf.variant.plain() ? "" : " " + cf.variant.Name()),
         std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
-        cf.threads == 0 ? "all thr" : std::to_string(cf.threads) + " thr"};
+        ThreadsName(cf.threads) + " thr" +
+            (cf.offset.zero() ? "" : " +" + OffsetName(cf.offset))};
     for (int i = 0; i < 3; ++i) {
       std::fprintf(f,
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
@@ -532,6 +552,7 @@ std::string MarkdownSummary(const Meta& m,
   }
   out += ".\n\n";
   const bool unfused = AnyUnfused(results);
+  const bool offsets = AnyOffset(results);
   out +=
       "ns per row (lower is better); then, for " + first +
       ", GB/s = (x bytes + y bytes) / time and its ratios (memcpy time, "
@@ -541,13 +562,18 @@ std::string MarkdownSummary(const Meta& m,
                             "the add loop + norm (+ quantize loop) divided by "
                             "its time"
                           : "") +
+      std::string(offsets ? "; offset = bytes past a 64-byte line where x "
+                            "(and the weights) and y start, x:y when they "
+                            "differ"
+                          : "") +
       ".\n\n";
   out += "| kind | dtype | cols | rows | threads |";
+  if (offsets) out += " offset |";
   for (const std::string& i : impls) out += " " + i + " |";
   out += " " + first + " GB/s | of memcpy | vs loop | vs oneDNN |";
   if (unfused) out += " vs unfused |";
   out += "\n|---|---|---:|---:|---:|";
-  for (size_t i = 0; i < impls.size() + 4 + (unfused ? 1 : 0); ++i) {
+  for (size_t i = 0; i < impls.size() + 4 + unfused + offsets; ++i) {
     out += "---:|";
   }
   out += "\n";
@@ -558,6 +584,7 @@ std::string MarkdownSummary(const Meta& m,
                   KindVariant(cf).c_str(), DTypesName(cf.dtypes).c_str(),
                   cf.cols, cf.rows, ThreadsName(cf.threads).c_str());
     out += buf;
+    if (offsets) out += " " + OffsetName(cf.offset) + " |";
     const Row* lead = nullptr;
     for (const std::string& name : impls) {
       const Row* found = nullptr;

@@ -22,6 +22,10 @@ struct Meta {
   double wall_s = 0.0;  // whole run
 };
 
+// "rmsnorm fused-add bf16 896x4096 threads all offset 16": one
+// configuration in the progress line and in messages.
+std::string ConfigName(const Config& c);
+
 // The header lines (machine, compiler, emulation warning, definitions).
 void WriteHeader(std::FILE* f, const Meta& m);
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results);
