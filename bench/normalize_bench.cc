@@ -2,22 +2,27 @@
 // count, generated from the lists below, with the peers (oneDNN's LayerNorm
 // when built, the hand-written loop, memcpy of the same bytes) beside them;
 // then the fused variants of issue #7 against the same work done unfused,
-// and per-head QK-norm shapes.
+// per-head QK-norm shapes, and a norm followed by the next layer reading y.
 //
 // Names: <op>/<dtype>/<impl>/cols:<N>/rows:<M>/threads:<1|all>, where op is
 // layernorm, rmsnorm, add_layernorm, add_rmsnorm (fused residual add in
 // vLLM's in-place form), rmsnorm_i8 (int8 output, one scale per row),
-// qknorm (RMSNorm of head_dim-wide rows) or qknorm_strided (the same rows
-// 4096 elements apart); impl is a Highway target name (AVX3, AVX2, ...; ISAs
+// qknorm (RMSNorm of head_dim-wide rows), qknorm_strided (the same rows
+// 4096 elements apart) or layernorm_then_dot, rmsnorm_then_dot (the call,
+// then a dot product over all of y, timed together: what a store policy for
+// y is judged on); impl is a Highway target name (AVX3, AVX2, ...; ISAs
 // this CPU lacks are registered and skipped), "onednn", "loop", "unfused"
 // (the add or quantize loop of bench/peers plus a plain simdnorm call on the
-// best ISA) or "memcpy". bytes_per_second counts the bytes the
-// implementation moves (peers.h: moved_bytes, unfused_moved_bytes);
-// s_per_row is the time per row. Before timing, the simdnorm and unfused
-// runs are checked against the float64 reference on the first rows.
+// best ISA) or "memcpy". layernorm and rmsnorm names end in
+// /offset:<0|16>: the bytes past a 64-byte line where the buffers start
+// (16: as std::vector's rows); the others are aligned. bytes_per_second
+// counts the bytes the implementation moves (peers.h: moved_bytes,
+// unfused_moved_bytes; _then_dot adds y read again); s_per_row is the time
+// per row. Before timing, the simdnorm and unfused runs are checked against
+// the float64 reference on the first rows.
 //
 // With no --benchmark_filter a default subset runs (kDefaultFilter); pass
-// --benchmark_filter=all for the whole cross product (about 15 minutes).
+// --benchmark_filter=all for the whole cross product (about 30 minutes).
 #include <benchmark/benchmark.h>
 #include <hwy/targets.h>
 #include <strings.h>
@@ -68,6 +73,9 @@ constexpr size_t kCols[] = {896, 1536, 2048, 3584, 4096, 8192};
 constexpr size_t kRows[] = {1, 16, 128, 1024, 8192};
 // max_threads: 1 = calling thread, 0 = all (TBB arena default).
 constexpr size_t kThreads[] = {1, 0};
+// Bytes past a 64-byte line where x, the weights and y start: torch's
+// aligned tensors, std::vector's rows.
+constexpr size_t kOffsets[] = {0, 16};
 
 // The fused variants (fused add, int8 output): two hidden sizes, decode, a
 // batch and a prefill, the uniform f32 and bf16 dtypes (for rmsnorm_i8 the
@@ -83,14 +91,28 @@ constexpr size_t kQkRows[] = {4096, 32768};
 constexpr size_t kQkStridedRows = 4096;
 constexpr size_t kQkStride = 4096;
 
+// The norm, then the next layer reading y: hidden 896, one thread.
+constexpr size_t kThenDotRows[] = {64, 4096};
+
 // Default subset (no --benchmark_filter given): two hidden sizes, decode,
-// a batch and a prefill, the uniform dtypes, every ISA and peer.
+// a batch and a prefill, the uniform dtypes, every ISA and peer, aligned;
+// and LayerNorm 16 bytes off at hidden size 896 on one thread.
 constexpr const char* kDefaultFilter =
-    "^(layernorm|rmsnorm)/(f32|bf16)/[^/]+/cols:(896|4096)/"
-    "rows:(1|128|8192)/";
+    "^((layernorm|rmsnorm)/(f32|bf16)/[^/]+/cols:(896|4096)/"
+    "rows:(1|128|8192)/threads:[^/]+/offset:0|"
+    "layernorm/(f32|bf16)/[^/]+/cols:896/rows:(1|128|8192)/threads:1/"
+    "offset:16)/";
 constexpr const char* kDefaultMinTime = "0.1";
 
-enum class Impl { kSimdnorm, kOneDnn, kLoop, kUnfused, kMemcpy };
+// kSimdnormThenDot: simdnorm, then simdnorm_peers::dot_y over y.
+enum class Impl {
+  kSimdnorm,
+  kSimdnormThenDot,
+  kOneDnn,
+  kLoop,
+  kUnfused,
+  kMemcpy
+};
 
 bool SameName(const std::string& a, const char* b) {
   return strcasecmp(a.c_str(), b) == 0;
@@ -153,7 +175,9 @@ bool Checked(benchmark::State& state, const simdnorm_desc& d,
 
 void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
                   std::string isa) {
-  if (impl == Impl::kSimdnorm && simdnorm_set_isa(isa.c_str()) != SIMDNORM_OK) {
+  const bool simdnorm =
+      impl == Impl::kSimdnorm || impl == Impl::kSimdnormThenDot;
+  if (simdnorm && simdnorm_set_isa(isa.c_str()) != SIMDNORM_OK) {
     state.SkipWithError("ISA not supported by this CPU or build");
     return;
   }
@@ -161,16 +185,25 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
   const simdnorm_desc& d = p.desc();
   size_t bytes = simdnorm_peers::moved_bytes(d);
   switch (impl) {
-    case Impl::kSimdnorm: {
+    case Impl::kSimdnorm:
+    case Impl::kSimdnormThenDot: {
       const simdnorm_status s = simdnorm_normalize(&d);
       if (s != SIMDNORM_OK) {
         state.SkipWithError(simdnorm_status_string(s));
         break;
       }
       if (!Checked(state, d, RunSimdnorm)) break;
+      // The next layer's weight row: cols floats, L1-resident.
+      const bool dot = impl == Impl::kSimdnormThenDot;
+      const std::vector<float> w(dot ? d.cols : 0, 1.0f / 64);
       for (auto _ : state) {
         benchmark::DoNotOptimize(simdnorm_normalize(&d));
+        if (dot) benchmark::DoNotOptimize(simdnorm_peers::dot_y(d, w.data()));
         benchmark::ClobberMemory();
+      }
+      if (dot) {
+        state.SetLabel("then a dot product over y");
+        bytes += d.rows * d.cols * simdnorm_peers::dtype_size(d.y_type);
       }
       break;
     }
@@ -233,7 +266,7 @@ void BM_Normalize(benchmark::State& state, ProblemShape shape, Impl impl,
       break;
     }
   }
-  if (impl == Impl::kSimdnorm) simdnorm_set_isa("auto");
+  if (simdnorm) simdnorm_set_isa("auto");
   SetCounters(state, d, bytes);
 }
 
@@ -243,14 +276,17 @@ struct Entry {
 };
 
 // Registers every implementation of one shape, in a row: the output reads as
-// a comparison, and the problem buffers are shared.
+// a comparison, and the problem buffers are shared. With `offset_name` the
+// name ends in /offset:<x_offset>.
 void RegisterShape(const std::string& op, const char* dtype,
-                   const ProblemShape& s, const std::vector<Entry>& impls) {
+                   const ProblemShape& s, const std::vector<Entry>& impls,
+                   bool offset_name = false) {
   for (const Entry& e : impls) {
-    const std::string name = op + "/" + dtype + "/" + e.name +
-                             "/cols:" + std::to_string(s.cols) +
-                             "/rows:" + std::to_string(s.rows) +
-                             "/threads:" + (s.max_threads == 1 ? "1" : "all");
+    const std::string name =
+        op + "/" + dtype + "/" + e.name + "/cols:" + std::to_string(s.cols) +
+        "/rows:" + std::to_string(s.rows) +
+        "/threads:" + (s.max_threads == 1 ? "1" : "all") +
+        (offset_name ? "/offset:" + std::to_string(s.x_offset) : "");
     benchmark::RegisterBenchmark(name.c_str(), BM_Normalize, s, e.impl, e.name)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
@@ -300,8 +336,11 @@ void RegisterAll() {
       for (size_t cols : kCols) {
         for (size_t rows : kRows) {
           for (size_t threads : kThreads) {
-            RegisterShape(k.name, t.name,
-                          Shape(k.kind, t, cols, rows, threads, k.beta), impls);
+            for (size_t offset : kOffsets) {
+              ProblemShape s = Shape(k.kind, t, cols, rows, threads, k.beta);
+              s.x_offset = s.y_offset = offset;
+              RegisterShape(k.name, t.name, s, impls, true);
+            }
           }
         }
       }
@@ -356,6 +395,23 @@ void RegisterAll() {
                                kQkStridedRows, threads, false);
         s.x_stride = kQkStride;
         RegisterShape("qknorm_strided", kDTypes[ti].name, s, qk);
+      }
+    }
+  }
+
+  // The norm, then the next layer reading y (a dot product over all of
+  // it, as its matmul would): cached stores of y leave it for that read,
+  // non-temporal ones send it to memory and back.
+  std::vector<Entry> then_dot;
+  for (const Entry& e : isas) {
+    then_dot.push_back({Impl::kSimdnormThenDot, e.name});
+  }
+  for (const KindSpec& k : kKinds) {
+    for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
+      for (size_t rows : kThenDotRows) {
+        RegisterShape(std::string(k.name) + "_then_dot", kDTypes[ti].name,
+                      Shape(k.kind, kDTypes[ti], 896, rows, 1, k.beta),
+                      then_dot);
       }
     }
   }

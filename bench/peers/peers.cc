@@ -1,4 +1,5 @@
-// The hand-written loop's threading, the byte counts and the memcpy peer.
+// The hand-written loop's threading, the byte counts, the memcpy peer and
+// the consumer of y.
 #include "peers.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 
 #include "naive_loops.h"
 #include "parallel_range.h"
+#include "unfused_loops.h"
 
 namespace simdnorm_peers {
 
@@ -76,6 +78,10 @@ void copy_bytes(const simdnorm_desc& d, const void* src, void* dst) {
     const size_t end = std::min(n, b1 * block);
     std::memcpy(t + begin, s + begin, end - begin);
   });
+}
+
+float dot_y(const simdnorm_desc& d, const float* w) {
+  return detail::dot_rows(d, w);
 }
 
 }  // namespace simdnorm_peers

@@ -62,6 +62,12 @@ size_t unfused_moved_bytes(const simdnorm_desc& d);
 // moved_bytes(d) / 2 bytes.
 void copy_bytes(const simdnorm_desc& d, const void* src, void* dst);
 
+// The next layer reading y after a norm call, as a matmul reads its input:
+// the sum over the rows of dot(y row, w), w being d.cols floats (a weight
+// row, L1-resident); on the calling thread, vectorized (-O3 -march=native).
+// f32 and bf16 y; NaN for other dtypes.
+float dot_y(const simdnorm_desc& d, const float* w);
+
 // oneDNN 2.x layer_normalization_forward (forward_inference), the same shape
 // and dtype (x and y of one type; oneDNN 2.6 has no mixed src/dst), with
 // use_scale | use_shift when gamma / beta are given. gamma and beta are

@@ -1,8 +1,10 @@
 // The loops an engine runs around a plain norm call when it has no fused
 // kernel: the residual add before it and the int8 quantization after it,
-// written the straightforward way (see unfused_loops.h). GCC vectorizes both
-// at -O3 -march=native; the float max is taken on the integer bits of |y|
-// so that it vectorizes without -ffast-math.
+// written the straightforward way (see unfused_loops.h); and a dot product
+// over y, the next layer reading it. GCC vectorizes them at -O3
+// -march=native; the float max is taken on the integer bits of |y| and the
+// dot product keeps 64 partial sums, so that they vectorize without
+// -ffast-math.
 //
 // Like naive_loops.cc, nothing here is inline code shared with other
 // translation units, so -march=native cannot leak into them.
@@ -86,6 +88,21 @@ void QuantizeGroup(const float* y, size_t n, int8_t* q, float* scale) {
   }
 }
 
+// dot(load(0..n), w), in kLanes independent partial sums.
+template <class Load>
+float DotRow(Load load, const float* w, size_t n) {
+  constexpr size_t kLanes = 64;
+  float acc[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) acc[j] += load(i + j) * w[i + j];
+  }
+  float sum = 0.0f;
+  for (; i < n; ++i) sum += load(i) * w[i];
+  for (float a : acc) sum += a;
+  return sum;
+}
+
 }  // namespace
 
 bool add_rows(const simdnorm_desc& d, size_t r0, size_t r1) {
@@ -115,6 +132,24 @@ void quantize_rows(const simdnorm_desc& d, const float* y, size_t r0,
       QuantizeGroup(row + begin, len, q + begin, d.y_scale + r * groups + k);
     }
   }
+}
+
+float dot_rows(const simdnorm_desc& d, const float* w) {
+  const size_t n = d.cols;
+  const size_t ys = Stride(d.y_stride, n);
+  float sum = 0.0f;
+  for (size_t r = 0; r < d.rows; ++r) {
+    if (d.y_type == SIMDNORM_F32) {
+      const float* y = static_cast<const float*>(d.y) + r * ys;
+      sum += DotRow([y](size_t i) { return y[i]; }, w, n);
+    } else if (d.y_type == SIMDNORM_BF16) {
+      const uint16_t* y = static_cast<const uint16_t*>(d.y) + r * ys;
+      sum += DotRow([y](size_t i) { return Bf16ToFloat(y[i]); }, w, n);
+    } else {
+      return NAN;
+    }
+  }
+  return sum;
 }
 
 }  // namespace detail

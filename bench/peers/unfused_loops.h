@@ -1,6 +1,6 @@
-// The unfused peers' row loops (unfused_loops.cc, compiled like
-// naive_loops.cc: -O3 -march=native, no -ffast-math). Internal to
-// simdnorm_peers; unfused.cc threads them.
+// The unfused peers' row loops and the consumer of y (unfused_loops.cc,
+// compiled like naive_loops.cc: -O3 -march=native, no -ffast-math). Internal
+// to simdnorm_peers; unfused.cc threads the row loops.
 #ifndef SIMDNORM_BENCH_PEERS_UNFUSED_LOOPS_H_
 #define SIMDNORM_BENCH_PEERS_UNFUSED_LOOPS_H_
 
@@ -24,6 +24,10 @@ bool add_rows(const simdnorm_desc& d, size_t r0, size_t r1);
 // m gives scale m and q 0.
 void quantize_rows(const simdnorm_desc& d, const float* y, size_t r0,
                    size_t r1);
+
+// The next layer reading y: the sum over the rows of dot(y row, w), w
+// being d.cols floats; f32 and bf16 y (d.y_stride apart), else NaN.
+float dot_rows(const simdnorm_desc& d, const float* w);
 
 }  // namespace detail
 }  // namespace simdnorm_peers
