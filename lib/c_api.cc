@@ -36,7 +36,8 @@ const char* simdnorm_status_string(simdnorm_status s) {
     case SIMDNORM_INVALID_ARGUMENT:
       return "SIMDNORM_INVALID_ARGUMENT: NULL descriptor or data pointer, "
              "descriptor size below SIMDNORM_DESC_MIN_SIZE "
-             "(y_scale with int8 output), unknown enum value or flag, eps "
+             "(y_scale with int8 output), unknown enum value or flag (or both "
+             "SIMDNORM_Y_STREAM and SIMDNORM_Y_CACHED), eps "
              "negative, NaN or infinite, gamma_offset not finite, or "
              "y_scale/quant_group without int8 output";
     case SIMDNORM_INVALID_SHAPE:

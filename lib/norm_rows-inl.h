@@ -346,48 +346,176 @@ HWY_INLINE void Store2N(DF df, hn::Vec<DF> a, hn::Vec<DF> b, TY* HWY_RESTRICT y,
   }
 }
 
+// Loads and stores that split a cache line cost up to twice as much as
+// aligned ones (docs/performance.md), and callers' rows are often off a
+// line (std::vector's by 16 bytes). So the write loops peel a head: the
+// row's first 2N results are stored unaligned, and the loop goes on from
+// the element where the row's accesses are aligned (to a vector of floats'
+// bytes). Every result is computed the same way wherever it is (element by
+// element), so the bits never depend on the address.
+
+// Elements before p + head is aligned (< 2N); 0 when p is aligned or not a
+// multiple of its element size (nothing to align to).
+template <class DF, typename T>
+HWY_INLINE size_t HeadToAlign(DF df, const T* p) {
+  const size_t bytes = hn::Lanes(df) * sizeof(float);
+  const size_t off = reinterpret_cast<uintptr_t>(p) % bytes;
+  return off % sizeof(T) != 0 ? 0 : (bytes - off) % bytes / sizeof(T);
+}
+
+// The peel of a row: the head that aligns y's stores, or the one that
+// aligns x's loads when x and the weights share an offset that y does not
+// (three split loads cost more than one split store on Zen 5). 0 for rows
+// shorter than head + 2N. A few integer operations: it runs for every row.
+template <class DF, typename TX, typename TY, typename TP>
+HWY_INLINE size_t PeelHead(DF df, const TX* x, const TY* y,
+                           const Weights<TP>& w, size_t n) {
+  const size_t bytes = hn::Lanes(df) * sizeof(float);
+  const size_t ox = reinterpret_cast<uintptr_t>(x) % bytes;
+  const size_t oy = reinterpret_cast<uintptr_t>(y) % bytes;
+  const size_t og = w.gamma ? reinterpret_cast<uintptr_t>(w.gamma) % bytes : ox;
+  const size_t ob = w.beta ? reinterpret_cast<uintptr_t>(w.beta) % bytes : ox;
+  if ((ox | oy | og | ob) == 0) return 0;
+  const bool x_side = ox != oy && og == ox && ob == ox;
+  const size_t head = x_side ? HeadToAlign(df, x) : HeadToAlign(df, y);
+  return head + 2 * hn::Lanes(df) <= n ? head : 0;
+}
+
+// Whether p is aligned to a vector of floats' bytes. Non-temporal stores
+// need y aligned, and are used only where x's loads are aligned too: with
+// split loads of x they made 4096 rows 1.5x slower here.
+template <class DF, typename TY>
+HWY_INLINE bool StreamAligned(DF df, const TY* p) {
+  return reinterpret_cast<uintptr_t>(p) % (hn::Lanes(df) * sizeof(float)) == 0;
+}
+
+// Rows of at least 2N elements are written in three parts: a peeled head
+// (see PeelHead), the aligned main loop, and the row's last 2N results,
+// computed before any store (in place, their loads must come first) and
+// stored last, over results already stored with the same values. So no
+// row needs a partial vector (a copy through a stack buffer) unless it is
+// shorter than 2N.
+//
+// StoreHead stores the head: the row's first vector of results at y (two
+// when the head is longer than a vector), or, when the rest of the row is
+// streamed, only its first `head` (< 2N) elements, so that no cached store
+// touches a line written with non-temporal stores (which would cost a flush of
+// that line).
+template <bool kQuiet, class DF, typename TY>
+HWY_INLINE void StoreHead(DF df, hn::Vec<DF> h0, hn::Vec<DF> h1,
+                          TY* HWY_RESTRICT y, size_t head, bool stream) {
+  const size_t N = hn::Lanes(df);
+  if (!stream) {
+    StoreF<kQuiet>(df, h0, y);
+    if (head > N) StoreF<kQuiet>(df, h1, y + N);
+  } else if (head < N) {
+    StoreTailF<kQuiet>(df, h0, y, head);
+  } else {
+    StoreF<kQuiet>(df, h0, y);
+    if (head > N) StoreTailF<kQuiet>(df, h1, y + N, head - N);
+  }
+}
+
+// StoreEnd stores the row's last results, e1 (elements n - N to n) and, if
+// the `count` elements not yet stored are more than N, e0 (n - 2N to n - N);
+// with streaming exactly those `count` elements.
+template <bool kQuiet, class DF, typename TY>
+HWY_INLINE void StoreEnd(DF df, hn::Vec<DF> e0, hn::Vec<DF> e1,
+                         TY* HWY_RESTRICT y, size_t n, size_t count,
+                         bool stream) {
+  const size_t N = hn::Lanes(df);
+  if (!stream) {
+    if (count > N) StoreF<kQuiet>(df, e0, y + n - 2 * N);
+    StoreF<kQuiet>(df, e1, y + n - N);
+    return;
+  }
+  HWY_ALIGN TY buf[2 * kMaxFloatLanes];
+  StoreF<kQuiet>(df, e0, buf);
+  StoreF<kQuiet>(df, e1, buf + N);
+  std::memcpy(y + n - count, buf + 2 * N - count, count * sizeof(TY));
+}
+
+// The 2N results of a row at i, as the main loops store them (Store2N): a
+// pair when x, y and the weights pair alike, else two vectors in order.
+template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE void Results2N(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
+                          size_t i, hn::Vec<DF> s, hn::Vec<DF> m,
+                          hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF>& a,
+                          hn::Vec<DF>& b) {
+  if constexpr (kPairs<TX, TY, TP>) {
+    a = ResultAt<kLayerNorm, kScaled, At::kPairA>(df, x, w, i, 0, s, m, mul,
+                                                  add);
+    b = ResultAt<kLayerNorm, kScaled, At::kPairB>(df, x, w, i, 0, s, m, mul,
+                                                  add);
+  } else {
+    a = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s, m, mul,
+                                                 add);
+    b = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i + hn::Lanes(df), 0,
+                                                 s, m, mul, add);
+  }
+}
+
 // y = Normalized(x) * scale + beta over a row. The weights come by value:
 // a local copy that stores to y cannot alias, so their broadcasts stay out
-// of the loop. x and y may be the same row
-// (in place): each vector is loaded before it is stored. The row's
-// constants are broadcast once (vectors cannot live in structs on SVE).
+// of the loop. x and y may be the same row (in place): each vector is
+// loaded before it is stored, the peeled head is stored after the loads of
+// the first aligned step, whose elements it overlaps, and the row's end is
+// loaded first (see StoreHead). The row's constants are broadcast once
+// (vectors cannot live in structs on SVE).
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
                            size_t n, RowScale k, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
+  constexpr bool kPaired = kPairs<TX, TY, TP>;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    if constexpr (kPairs<TX, TY, TP>) {
-      const auto a = ResultAt<kLayerNorm, kScaled, At::kPairA>(df, x, w, i, 0,
-                                                               s, m, mul, add);
-      const auto b = ResultAt<kLayerNorm, kScaled, At::kPairB>(df, x, w, i, 0,
-                                                               s, m, mul, add);
-      Store2N<true, kQuiet>(df, a, b, y + i, stream);
-    } else {
-      const auto a = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
-                                                              m, mul, add);
-      const auto b = ResultAt<kLayerNorm, kScaled, At::kFull>(
-          df, x, w, i + N, 0, s, m, mul, add);
-      Store2N<false, kQuiet>(df, a, b, y + i, stream);
+  if (n < 2 * N) {  // a vector and a partial one at most
+    size_t i = 0;
+    if (N <= n) {
+      StoreF<kQuiet>(df,
+                     ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, 0, 0, s,
+                                                              m, mul, add),
+                     y);
+      i = N;
     }
+    if (i < n) {
+      StoreTailF<kQuiet>(df,
+                         ResultAt<kLayerNorm, kScaled, At::kTail>(
+                             df, x, w, i, n - i, s, m, mul, add),
+                         y + i, n - i);
+    }
+    return;
   }
-  if (i + N <= n) {
-    StoreF<kQuiet>(df,
-                   ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, i, 0, s,
-                                                            m, mul, add),
-                   y + i);
-    i += N;
+  size_t i = PeelHead(df, x, y, w, n);
+  stream = stream && StreamAligned(df, y + i) && StreamAligned(df, x + i);
+  const bool end = (n - i) % (2 * N) != 0;  // the loop leaves a remainder
+  hn::Vec<DF> a, b, e0 = hn::Zero(df), e1 = hn::Zero(df);
+  if (end) {
+    e0 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, n - 2 * N, 0, s, m,
+                                                  mul, add);
+    e1 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, n - N, 0, s, m, mul,
+                                                  add);
   }
-  if (i < n) {
-    StoreTailF<kQuiet>(df,
-                       ResultAt<kLayerNorm, kScaled, At::kTail>(
-                           df, x, w, i, n - i, s, m, mul, add),
-                       y + i, n - i);
+  if (i != 0) {
+    const auto h0 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, 0, 0, s,
+                                                             m, mul, add);
+    const auto h1 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, N, 0, s,
+                                                             m, mul, add);
+    Results2N<kLayerNorm, kScaled, DF, TX, TY>(df, x, w, i, s, m, mul, add, a,
+                                               b);
+    StoreHead<kQuiet>(df, h0, h1, y, i, stream);
+    Store2N<kPaired, kQuiet>(df, a, b, y + i, stream);
+    i += 2 * N;
   }
+  for (; i + 2 * N <= n; i += 2 * N) {
+    Results2N<kLayerNorm, kScaled, DF, TX, TY>(df, x, w, i, s, m, mul, add, a,
+                                               b);
+    Store2N<kPaired, kQuiet>(df, a, b, y + i, stream);
+  }
+  if (end) StoreEnd<kQuiet>(df, e0, e1, y, n, n - i, stream);
 }
 
 // One vector (kAt) of two rows that share the weights' loads.
@@ -411,51 +539,95 @@ HWY_INLINE void Results2At(DF df, const TX* HWY_RESTRICT x0,
                  g, b);
 }
 
+// The 2N results of two rows at i (Results2N for two rows).
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void Results2N2(DF df, const TX* HWY_RESTRICT x0,
+                           const TX* HWY_RESTRICT x1, const Weights<TP>& w,
+                           size_t i, hn::Vec<DF> m0, hn::Vec<DF> mul0,
+                           hn::Vec<DF> add0, hn::Vec<DF> m1, hn::Vec<DF> mul1,
+                           hn::Vec<DF> add1, hn::Vec<DF>& a0, hn::Vec<DF>& b0,
+                           hn::Vec<DF>& a1, hn::Vec<DF>& b1) {
+  if constexpr (kPairs<TX, TY, TP>) {
+    Results2At<kLayerNorm, At::kPairA>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+                                       mul1, add1, a0, a1);
+    Results2At<kLayerNorm, At::kPairB>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+                                       mul1, add1, b0, b1);
+  } else {
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+                                      mul1, add1, a0, a1);
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i + hn::Lanes(df), 0, m0,
+                                      mul0, add0, m1, mul1, add1, b0, b1);
+  }
+}
+
 // ApplyRow for two unscaled rows at once: each weight vector is loaded (and
 // widened) once for both, which halves the weights' share of the loads and
 // conversions, and the two rows' operations are independent. Each result
-// is computed exactly as ApplyRow computes it: the same bits.
+// is computed exactly as ApplyRow computes it: the same bits. The caller
+// makes sure both rows have the same PeelHead.
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
                              const Weights<TP> w, size_t n, RowScale k0,
                              RowScale k1, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
+  constexpr bool kPaired = kPairs<TX, TY, TP>;
   const size_t N = hn::Lanes(df);
   const auto m0 = hn::Set(df, k0.m), mul0 = hn::Set(df, k0.mul);
   const auto add0 = hn::Set(df, k0.add);
   const auto m1 = hn::Set(df, k1.m), mul1 = hn::Set(df, k1.mul);
   const auto add1 = hn::Set(df, k1.add);
-  size_t i = 0;
   hn::Vec<DF> a0, a1, b0, b1;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    if constexpr (kPairs<TX, TY, TP>) {
-      Results2At<kLayerNorm, At::kPairA>(df, x0, x1, w, i, 0, m0, mul0, add0,
-                                         m1, mul1, add1, a0, a1);
-      Results2At<kLayerNorm, At::kPairB>(df, x0, x1, w, i, 0, m0, mul0, add0,
-                                         m1, mul1, add1, b0, b1);
-      Store2N<true, kQuiet>(df, a0, b0, y0 + i, stream);
-      Store2N<true, kQuiet>(df, a1, b1, y1 + i, stream);
-    } else {
-      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
+  if (n < 2 * N) {  // a vector and a partial one at most
+    size_t i = 0;
+    if (N <= n) {
+      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, 0, 0, m0, mul0, add0, m1,
                                         mul1, add1, a0, a1);
-      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i + N, 0, m0, mul0, add0,
-                                        m1, mul1, add1, b0, b1);
-      Store2N<false, kQuiet>(df, a0, b0, y0 + i, stream);
-      Store2N<false, kQuiet>(df, a1, b1, y1 + i, stream);
+      StoreF<kQuiet>(df, a0, y0);
+      StoreF<kQuiet>(df, a1, y1);
+      i = N;
     }
+    if (i < n) {
+      Results2At<kLayerNorm, At::kTail>(df, x0, x1, w, i, n - i, m0, mul0, add0,
+                                        m1, mul1, add1, a0, a1);
+      StoreTailF<kQuiet>(df, a0, y0 + i, n - i);
+      StoreTailF<kQuiet>(df, a1, y1 + i, n - i);
+    }
+    return;
   }
-  if (i + N <= n) {
-    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, i, 0, m0, mul0, add0, m1,
-                                      mul1, add1, a0, a1);
-    StoreF<kQuiet>(df, a0, y0 + i);
-    StoreF<kQuiet>(df, a1, y1 + i);
-    i += N;
+  size_t i = PeelHead(df, x0, y0, w, n);
+  stream = stream && StreamAligned(df, y0 + i) && StreamAligned(df, y1 + i) &&
+           StreamAligned(df, x0 + i) && StreamAligned(df, x1 + i);
+  const bool end = (n - i) % (2 * N) != 0;  // the rows' ends, as in ApplyRow
+  hn::Vec<DF> e00 = hn::Zero(df), e01 = e00, e10 = e00, e11 = e00;
+  if (end) {
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, n - 2 * N, 0, m0, mul0,
+                                      add0, m1, mul1, add1, e00, e10);
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, n - N, 0, m0, mul0, add0,
+                                      m1, mul1, add1, e01, e11);
   }
-  if (i < n) {
-    Results2At<kLayerNorm, At::kTail>(df, x0, x1, w, i, n - i, m0, mul0, add0,
-                                      m1, mul1, add1, a0, a1);
-    StoreTailF<kQuiet>(df, a0, y0 + i, n - i);
-    StoreTailF<kQuiet>(df, a1, y1 + i, n - i);
+  if (i != 0) {  // the peeled heads, as in ApplyRow
+    hn::Vec<DF> h00, h01, h10, h11;
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, 0, 0, m0, mul0, add0, m1,
+                                      mul1, add1, h00, h10);
+    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, N, 0, m0, mul0, add0, m1,
+                                      mul1, add1, h01, h11);
+    Results2N2<kLayerNorm, DF, TX, TY>(df, x0, x1, w, i, m0, mul0, add0, m1,
+                                       mul1, add1, a0, b0, a1, b1);
+    StoreHead<kQuiet>(df, h00, h01, y0, i, stream);
+    StoreHead<kQuiet>(df, h10, h11, y1, i, stream);
+    Store2N<kPaired, kQuiet>(df, a0, b0, y0 + i, stream);
+    Store2N<kPaired, kQuiet>(df, a1, b1, y1 + i, stream);
+    i += 2 * N;
+  }
+  for (; i + 2 * N <= n; i += 2 * N) {
+    Results2N2<kLayerNorm, DF, TX, TY>(df, x0, x1, w, i, m0, mul0, add0, m1,
+                                       mul1, add1, a0, b0, a1, b1);
+    Store2N<kPaired, kQuiet>(df, a0, b0, y0 + i, stream);
+    Store2N<kPaired, kQuiet>(df, a1, b1, y1 + i, stream);
+  }
+  if (end) {
+    StoreEnd<kQuiet>(df, e00, e01, y0, n, n - i, stream);
+    StoreEnd<kQuiet>(df, e10, e11, y1, n, n - i, stream);
   }
 }
 
@@ -710,11 +882,8 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   const TX* x_rows = static_cast<const TX*>(a.x);
   const TX* res_rows = static_cast<const TX*>(a.residual);
   TX* sum_rows = static_cast<TX*>(a.sum_out);
-  // Non-temporal stores need every row's start aligned to a vector.
-  const size_t vector_bytes = hn::Lanes(df) * sizeof(float);
-  const bool stream = a.stream_y &&
-                      reinterpret_cast<uintptr_t>(a.y) % vector_bytes == 0 &&
-                      (a.y_stride * sizeof(TY)) % vector_bytes == 0;
+  // Non-temporal stores go where the write loops are aligned (PeelHead).
+  const bool stream = a.stream_y;
   // The statistics of row r; *h becomes the row to apply (x, or h = x +
   // residual made in scratch[slot] or in sum_out).
   const auto stats = [&](size_t r, size_t slot, const TX** h) {
@@ -737,8 +906,9 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
     const RowScale k0 = stats(r, 0, &h0);
     const RowScale k1 = stats(r + 1, 1, &h1);
     if constexpr (!kQuant) {
-      if (k0.s == 1.0f && k1.s == 1.0f && !NaNRow(k0) && !NaNRow(k1)) {
-        TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
+      TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
+      if (k0.s == 1.0f && k1.s == 1.0f && !NaNRow(k0) && !NaNRow(k1) &&
+          PeelHead(df, h0, y, w, n) == PeelHead(df, h1, y + a.y_stride, w, n)) {
         ApplyRows2<kLayerNorm>(df, h0, h1, y, y + a.y_stride, w, n, k0, k1,
                                stream);
         continue;

@@ -1,5 +1,9 @@
 // The core entry point: validate, pick the active ISA's kernel, run rows.
+#include <strings.h>
+#include <unistd.h>
+
 #include <cstddef>
+#include <cstdlib>
 
 #include "lib/descriptor.h"
 #include "lib/isa.h"
@@ -10,22 +14,44 @@
 namespace simdnorm {
 namespace {
 
-// Calls that move more than this many bytes (x read + y written) write y
-// with non-temporal stores. Such a call evicts its own output from the
-// core's caches before it returns, so reading each line of y before
-// writing it (what a normal store does) is wasted traffic: at 4096 rows of
-// 896 floats it makes the call about 2x slower (docs/performance.md). A fixed
-// size rather than the OS's cache size: in virtual machines the reported
-// last-level cache is often the host's (320 MiB on the development VM).
-constexpr size_t kStreamThresholdBytes = size_t{16} << 20;
+// The default store policy (simdnorm.h, SIMDNORM_Y_STREAM): y goes around
+// the caches when the call moves (x read + y written) more than half the
+// last-level cache the OS reports. Such a call evicts its own output before
+// it returns, so reading each line of y before writing it (what a cached
+// store does) is wasted traffic: with a 32 MiB L3, 4096 rows of 896 floats
+// are 2x faster (docs/performance.md). A host whose L3 holds the call (480
+// MiB was seen) keeps cached stores, which measured faster there. 16 MiB
+// when the OS reports no cache size.
+size_t StreamThresholdBytes() {
+  static const size_t threshold = [] {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? static_cast<size_t>(l3) / 2 : size_t{16} << 20;
+  }();
+  return threshold;
+}
 
-bool StreamOutput(const internal::Problem& p) {
-  if (p.y_type == SIMDNORM_I8) return false;
+// SIMDNORM_STREAM=always|never (any case), read once: -1 never, 1 always,
+// 0 the default policy (unset, "auto", or anything else).
+int StreamOverride() {
+  static const int v = [] {
+    const char* env = std::getenv("SIMDNORM_STREAM");
+    if (env == nullptr) return 0;
+    if (strcasecmp(env, "always") == 0) return 1;
+    if (strcasecmp(env, "never") == 0) return -1;
+    return 0;
+  }();
+  return v;
+}
+
+bool StreamOutput(const simdnorm_desc& d, const internal::Problem& p) {
+  if (p.y_type == SIMDNORM_I8 || (d.flags & SIMDNORM_Y_CACHED)) return false;
+  if (d.flags & SIMDNORM_Y_STREAM) return true;
+  if (const int o = StreamOverride()) return o > 0;
   const size_t elem =
       internal::ElementSize(static_cast<simdnorm_dtype>(p.x_type)) +
       internal::ElementSize(static_cast<simdnorm_dtype>(p.y_type));
   // rows * cols * elem cannot overflow: validation bounded both spans.
-  return p.rows * p.args.cols * elem > kStreamThresholdBytes;
+  return p.rows * p.args.cols * elem > StreamThresholdBytes();
 }
 
 }  // namespace
@@ -36,7 +62,7 @@ Status Normalize(const simdnorm_desc& d) {
   internal::Problem p;
   const simdnorm_status s = internal::Validate(&d, &p);
   if (s != SIMDNORM_OK || p.rows == 0) return static_cast<Status>(s);
-  p.args.stream_y = StreamOutput(p);
+  p.args.stream_y = StreamOutput(d, p);
   const internal::Isa& isa = internal::ActiveIsa();
   const internal::RowsFn fn = isa.fn[p.kind][p.x_type][p.y_type][p.param_type];
   internal::ParallelRows(fn, p.args, p.rows, d.max_threads);

@@ -22,6 +22,9 @@ int RawEnum(const E& field) {
 
 bool ValidDType(int t) { return t >= SIMDNORM_F32 && t <= SIMDNORM_I8; }
 
+constexpr unsigned kStoreFlags = SIMDNORM_Y_STREAM | SIMDNORM_Y_CACHED;
+constexpr unsigned kKnownFlags = SIMDNORM_ROUND_NORMALIZED | kStoreFlags;
+
 // Half-open byte range [begin, end) spanned by some rows.
 struct Span {
   uintptr_t begin, end;
@@ -58,8 +61,8 @@ simdnorm_status CheckFields(const simdnorm_desc& d) {
   if (y_type != SIMDNORM_I8 && (d.y_scale != nullptr || d.quant_group != 0))
     return SIMDNORM_INVALID_ARGUMENT;
   if (!(d.eps >= 0.0f) || !std::isfinite(d.eps) ||
-      !std::isfinite(d.gamma_offset) ||
-      (d.flags & ~static_cast<unsigned>(SIMDNORM_ROUND_NORMALIZED)) != 0) {
+      !std::isfinite(d.gamma_offset) || (d.flags & ~kKnownFlags) != 0 ||
+      (d.flags & kStoreFlags) == kStoreFlags) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   return SIMDNORM_OK;
@@ -114,16 +117,17 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
   const size_t y_stride = d.y_stride ? d.y_stride : cols;
   constexpr size_t kBig = size_t{1} << 31;
   // Bitwise & and |: one branch for all of them.
-  const bool plain =
-      (kind <= SIMDNORM_RMSNORM) & (x_type <= SIMDNORM_F16) &
-      (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
-      (d.residual == nullptr) & (d.sum_out == nullptr) &
-      (d.y_scale == nullptr) & (d.quant_group == 0) &
-      ((d.flags & ~static_cast<unsigned>(SIMDNORM_ROUND_NORMALIZED)) == 0) &
-      (d.eps >= 0.0f) & (d.eps <= FLT_MAX) &
-      (std::fabs(d.gamma_offset) <= FLT_MAX) & (rows != 0) & (cols != 0) &
-      (d.x != nullptr) & (d.y != nullptr) & (x_stride >= cols) &
-      (y_stride >= cols) & (((rows | x_stride | y_stride) & ~(kBig - 1)) == 0);
+  const bool plain = (kind <= SIMDNORM_RMSNORM) & (x_type <= SIMDNORM_F16) &
+                     (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
+                     (d.residual == nullptr) & (d.sum_out == nullptr) &
+                     (d.y_scale == nullptr) & (d.quant_group == 0) &
+                     ((d.flags & ~kKnownFlags) == 0) &
+                     ((d.flags & kStoreFlags) != kStoreFlags) &
+                     (d.eps >= 0.0f) & (d.eps <= FLT_MAX) &
+                     (std::fabs(d.gamma_offset) <= FLT_MAX) & (rows != 0) &
+                     (cols != 0) & (d.x != nullptr) & (d.y != nullptr) &
+                     (x_stride >= cols) & (y_stride >= cols) &
+                     (((rows | x_stride | y_stride) & ~(kBig - 1)) == 0);
   if (!plain) return false;
   // Element sizes of F32, BF16, F16: 4, 2, 2.
   const size_t x_elem = x_type == SIMDNORM_F32 ? 4 : 2;

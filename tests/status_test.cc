@@ -310,7 +310,8 @@ TEST_P(StatusTest, BadGammaOffset) {
 }
 
 TEST_P(StatusTest, UnknownFlags) {
-  for (unsigned flags : {2u, 3u, 4u, 0x100u, 0x80000000u, ~0u}) {
+  // 6 = SIMDNORM_Y_STREAM | SIMDNORM_Y_CACHED: contradictory.
+  for (unsigned flags : {6u, 7u, 8u, 9u, 0x100u, 0x80000000u, ~0u}) {
     for (size_t rows : {4u, 0u}) {
       simdnorm_desc d = Base();
       d.rows = rows;
@@ -320,9 +321,11 @@ TEST_P(StatusTest, UnknownFlags) {
                  .c_str());
     }
   }
-  simdnorm_desc d = Base();
-  d.flags = SIMDNORM_ROUND_NORMALIZED;
-  ExpectOk(d, "SIMDNORM_ROUND_NORMALIZED");
+  for (unsigned flags : {1u, 2u, 3u, 4u, 5u}) {
+    simdnorm_desc d = Base();
+    d.flags = flags;
+    ExpectOk(d, ("flags " + Hex(flags, 8)).c_str());
+  }
 }
 
 TEST_P(StatusTest, ResidualAndSumOutStrides) {
@@ -556,7 +559,7 @@ TEST_P(StatusTest, ChecksBeforeRowsZeroThenPointersShapesOverlaps) {
   d.cols = 0;
   d.y = F(256);
   d.gamma = F(256);
-  d.flags = 2;
+  d.flags = 8;
   Expect(d, SIMDNORM_INVALID_ARGUMENT, "bad flags, bad everything");
   // NULL pointers before shapes, shapes before overlaps.
   d = Base();

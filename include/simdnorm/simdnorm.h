@@ -73,7 +73,17 @@ typedef enum simdnorm_dtype {
 enum {
   /* Round xhat (the normalized value) to x_type before it is multiplied by
    * the scale, as Hugging Face's LlamaRMSNorm does (`.to(input_dtype)`). */
-  SIMDNORM_ROUND_NORMALIZED = 1
+  SIMDNORM_ROUND_NORMALIZED = 1,
+  /* How y is written. By default the library decides per call: y goes
+   * around the caches (non-temporal stores) only when the call moves more
+   * than half the last-level cache the CPU reports, where y would be evicted
+   * before the call returns anyway. SIMDNORM_Y_STREAM says "y is not read
+   * soon": always non-temporal; SIMDNORM_Y_CACHED says "y is read next":
+   * never. Not both. The environment variable SIMDNORM_STREAM=always|never
+   * (read once) overrides the default, for profiling. The bits of y are the
+   * same either way. */
+  SIMDNORM_Y_STREAM = 2,
+  SIMDNORM_Y_CACHED = 4
 };
 
 typedef enum simdnorm_kind {

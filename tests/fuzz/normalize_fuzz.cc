@@ -25,7 +25,8 @@
 //   33-34 residual stride (mode, arg; mode 7 = x's)
 //   35-36 sum_out stride (mode, arg; mode 7 = the residual's)
 //   37 gamma_offset (% 8: 0, 1, -0, -1, NaN, inf, 0.5, FLT_MAX)
-//   38 flags: < 0x80: bit 0 (SIMDNORM_ROUND_NORMALIZED); 0xFF: 1 << 31;
+//   38 flags: < 0x80: bit 0 (SIMDNORM_ROUND_NORMALIZED), bits 5 and 6
+//      (SIMDNORM_Y_STREAM, SIMDNORM_Y_CACHED); 0xFF: 1 << 31;
 //      else the byte itself (unknown bits)
 //   39-40 quant_group (mode, arg): see DecodeGroup()
 //   41 y_scale mode (% 8), 42 its delta (int8): see PlaceExtension()
@@ -236,7 +237,7 @@ float DecodeGammaOffset(uint8_t b) {
 }
 
 unsigned DecodeFlags(uint8_t b) {
-  if (b < 0x80) return b & 1u;
+  if (b < 0x80) return (b & 1u) | ((b >> 4) & 6u);  // bits 5, 6: y stores
   return b == 0xFF ? 1u << 31 : b;
 }
 
@@ -350,7 +351,8 @@ size_t ScalesPerRow(size_t cols, size_t group) {
 // 2 UNSUPPORTED: I8 as x_type or param_type;
 // 3 INVALID_ARGUMENT: y_type not I8 with y_scale or quant_group set; eps
 //   NaN, infinite or negative (-0 is fine); gamma_offset not finite; a
-//   flag other than SIMDNORM_ROUND_NORMALIZED;
+//   flag other than SIMDNORM_ROUND_NORMALIZED, _Y_STREAM and _Y_CACHED, or
+//   both of the last two;
 // 4 OK when rows == 0 (nothing else is looked at);
 // 5 INVALID_ARGUMENT: x or y NULL, or y_scale NULL for I8;
 // 6 INVALID_SHAPE: cols 0, a stride (0 = cols) below cols (residual's and
@@ -373,7 +375,8 @@ simdnorm_status Predict(const simdnorm_desc& d, int kind, int xt, int yt,
     return SIMDNORM_INVALID_ARGUMENT;
   }
   if (std::isnan(d.eps) || std::isinf(d.eps) || d.eps < 0.0f ||
-      !std::isfinite(d.gamma_offset) || (d.flags | 1u) != 1u) {
+      !std::isfinite(d.gamma_offset) || (d.flags | 7u) != 7u ||
+      (d.flags & 6u) == 6u) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   if (d.rows == 0) return SIMDNORM_OK;

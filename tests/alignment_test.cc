@@ -1,0 +1,108 @@
+// Results do not depend on where rows sit in memory: every dtype triple,
+// rows at every element offset from a 64-byte line (x and y alike, apart,
+// in place) and strides that move each row's offset, give the same bytes
+// as the same rows 64-byte aligned. The write loops peel a head to align
+// their stores (norm_rows-inl.h, AlignHead), and nothing else may change.
+#include <vector>
+
+#include "test_util.h"
+
+namespace simdnorm_test {
+namespace {
+
+SIMDNORM_ISA_FIXTURE(AlignmentTest);
+
+constexpr size_t kLine = 64;
+
+struct Layout {
+  size_t x_off, y_off;  // bytes past a 64-byte line (multiples of 4)
+  size_t extra;         // stride - cols, elements (moves each row's offset)
+  bool in_place;
+};
+
+// The rows of y (cols elements each) for one layout, as bytes.
+std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
+                               size_t cols, const Layout& l,
+                               const std::vector<float>& values,
+                               const std::vector<float>& gamma_beta) {
+  const size_t stride = cols + l.extra;
+  const size_t pe = ElemSize(t.param), ye = ElemSize(t.y);
+  Matrix x(t.x, rows, cols, stride, l.x_off / ElemSize(t.x));
+  Matrix y(t.y, rows, cols, stride, l.y_off / ye);
+  Matrix gamma(t.param, 1, cols, 0, l.x_off / pe);
+  Matrix beta(t.param, 1, cols, 0, l.x_off / pe);
+  x.Fill(values);
+  gamma.Fill(std::vector<float>(gamma_beta.begin(), gamma_beta.begin() + cols));
+  beta.Fill(std::vector<float>(gamma_beta.begin() + cols, gamma_beta.end()));
+  simdnorm_desc d = {};
+  d.kind = kind;
+  d.rows = rows;
+  d.cols = cols;
+  d.x = x.data();
+  d.x_type = t.x;
+  d.x_stride = stride;
+  d.y = l.in_place ? x.data() : y.data();
+  d.y_type = t.y;
+  d.y_stride = stride;
+  d.gamma = gamma.data();
+  d.beta = beta.data();
+  d.param_type = t.param;
+  d.eps = 1e-5f;
+  d.max_threads = 1;
+  EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+  const Matrix& out = l.in_place ? x : y;
+  std::vector<unsigned char> bytes;
+  for (size_t r = 0; r < rows; ++r) {
+    bytes.insert(bytes.end(), out.At(r, 0), out.At(r, 0) + cols * ye);
+  }
+  return bytes;
+}
+
+void SameBitsAtEveryAddress(simdnorm_kind kind) {
+  std::vector<DTypes> all = AllDTypes();
+  for (const DTypes& t : F16DTypes()) all.push_back(t);
+  const size_t rows = 3;
+  for (size_t cols : {5u, 33u, 100u, 897u, 1536u}) {
+    const std::vector<float>& values = RowData(Family::kTypical, rows, cols);
+    std::vector<float> params = ParamData(true, cols);
+    params.resize(2 * cols);
+    for (size_t c = 0; c < cols; ++c) params[cols + c] = 0.01f * (c % 7);
+    for (const DTypes& t : all) {
+      for (size_t extra : {0u, 3u}) {
+        const std::vector<unsigned char> want =
+            Run(kind, t, rows, cols, {0, 0, extra, false}, values, params);
+        std::vector<Layout> layouts;
+        for (size_t off = 4; off < kLine; off += 4) {
+          layouts.push_back({off, off, extra, false});
+        }
+        layouts.push_back({16, 0, extra, false});
+        layouts.push_back({0, 16, extra, false});
+        layouts.push_back({4, 36, extra, false});
+        if (t.x == t.y) {
+          layouts.push_back({16, 16, extra, true});
+          layouts.push_back({0, 0, extra, true});
+        }
+        for (const Layout& l : layouts) {
+          EXPECT_TRUE(want == Run(kind, t, rows, cols, l, values, params))
+              << KindName(kind) << " " << DTypeName(t.x) << "/"
+              << DTypeName(t.y) << "/" << DTypeName(t.param) << " cols " << cols
+              << " stride +" << extra << " x at +" << l.x_off << " y at +"
+              << l.y_off << (l.in_place ? " in place" : "");
+        }
+      }
+    }
+  }
+}
+
+TEST_P(AlignmentTest, LayerNormSameBitsAtEveryAddress) {
+  SameBitsAtEveryAddress(SIMDNORM_LAYERNORM);
+}
+TEST_P(AlignmentTest, RMSNormSameBitsAtEveryAddress) {
+  SameBitsAtEveryAddress(SIMDNORM_RMSNORM);
+}
+
+}  // namespace
+
+SIMDNORM_INSTANTIATE_PER_ISA(AlignmentTest);
+
+}  // namespace simdnorm_test
