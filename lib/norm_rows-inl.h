@@ -491,19 +491,23 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
   }
   size_t i = PeelHead(df, x, y, w, n);
   stream = stream && StreamAligned(df, y + i) && StreamAligned(df, x + i);
-  const bool end = (n - i) % (2 * N) != 0;  // the loop leaves a remainder
+  // What the loop leaves over: e1 covers up to N elements, e0 the rest.
+  const size_t rest = (n - i) % (2 * N);
   hn::Vec<DF> a, b, e0 = hn::Zero(df), e1 = hn::Zero(df);
-  if (end) {
+  if (rest > N) {
     e0 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, n - 2 * N, 0, s, m,
                                                   mul, add);
+  }
+  if (rest != 0) {
     e1 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, n - N, 0, s, m, mul,
                                                   add);
   }
   if (i != 0) {
     const auto h0 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, 0, 0, s,
                                                              m, mul, add);
-    const auto h1 = ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, N, 0, s,
-                                                             m, mul, add);
+    const auto h1 = i > N ? ResultAt<kLayerNorm, kScaled, At::kFull>(
+                                df, x, w, N, 0, s, m, mul, add)
+                          : h0;  // the head fits in h0
     Results2N<kLayerNorm, kScaled, DF, TX, TY>(df, x, w, i, s, m, mul, add, a,
                                                b);
     StoreHead<kQuiet>(df, h0, h1, y, i, stream);
@@ -515,7 +519,7 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
                                                b);
     Store2N<kPaired, kQuiet>(df, a, b, y + i, stream);
   }
-  if (end) StoreEnd<kQuiet>(df, e0, e1, y, n, n - i, stream);
+  if (rest != 0) StoreEnd<kQuiet>(df, e0, e1, y, n, rest, stream);
 }
 
 // One vector (kAt) of two rows that share the weights' loads.
@@ -597,20 +601,25 @@ HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
   size_t i = PeelHead(df, x0, y0, w, n);
   stream = stream && StreamAligned(df, y0 + i) && StreamAligned(df, y1 + i) &&
            StreamAligned(df, x0 + i) && StreamAligned(df, x1 + i);
-  const bool end = (n - i) % (2 * N) != 0;  // the rows' ends, as in ApplyRow
+  const size_t rest = (n - i) % (2 * N);  // the rows' ends, as in ApplyRow
   hn::Vec<DF> e00 = hn::Zero(df), e01 = e00, e10 = e00, e11 = e00;
-  if (end) {
+  if (rest > N) {
     Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, n - 2 * N, 0, m0, mul0,
                                       add0, m1, mul1, add1, e00, e10);
+  }
+  if (rest != 0) {
     Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, n - N, 0, m0, mul0, add0,
                                       m1, mul1, add1, e01, e11);
   }
   if (i != 0) {  // the peeled heads, as in ApplyRow
-    hn::Vec<DF> h00, h01, h10, h11;
+    hn::Vec<DF> h00, h10;
     Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, 0, 0, m0, mul0, add0, m1,
                                       mul1, add1, h00, h10);
-    Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, N, 0, m0, mul0, add0, m1,
-                                      mul1, add1, h01, h11);
+    hn::Vec<DF> h01 = h00, h11 = h10;  // the heads fit in h00, h10
+    if (i > N) {
+      Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, N, 0, m0, mul0, add0, m1,
+                                        mul1, add1, h01, h11);
+    }
     Results2N2<kLayerNorm, DF, TX, TY>(df, x0, x1, w, i, m0, mul0, add0, m1,
                                        mul1, add1, a0, b0, a1, b1);
     StoreHead<kQuiet>(df, h00, h01, y0, i, stream);
@@ -625,9 +634,9 @@ HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
     Store2N<kPaired, kQuiet>(df, a0, b0, y0 + i, stream);
     Store2N<kPaired, kQuiet>(df, a1, b1, y1 + i, stream);
   }
-  if (end) {
-    StoreEnd<kQuiet>(df, e00, e01, y0, n, n - i, stream);
-    StoreEnd<kQuiet>(df, e10, e11, y1, n, n - i, stream);
+  if (rest != 0) {
+    StoreEnd<kQuiet>(df, e00, e01, y0, n, rest, stream);
+    StoreEnd<kQuiet>(df, e10, e11, y1, n, rest, stream);
   }
 }
 
