@@ -33,6 +33,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 using bf16_t = hwy::bfloat16_t;
 using f16_t = hwy::float16_t;
 
+// binary16 through the hardware (F16C's vcvtph2ps / vcvtps2ph on AVX2 and
+// AVX-512, as Highway's PromoteTo and DemoteTo emit them there): exact
+// widening and round-to-nearest-even narrowing, subnormals included. They
+// keep NaN payloads, which the stores below replace by the default NaN, as
+// the integer path of the other targets gives. Elsewhere (Highway 1.0.3
+// emulates the conversions by truncation) the integer path below.
+#undef SIMDNORM_F16C
+#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || \
+     HWY_TARGET == HWY_AVX3_DL) &&                       \
+    !defined(HWY_DISABLE_F16C)
+#define SIMDNORM_F16C 1
+#else
+#define SIMDNORM_F16C 0
+#endif
+
 // Enough room for one vector of float lanes on any target.
 inline constexpr size_t kMaxFloatLanes = HWY_MAX_BYTES / sizeof(float);
 
@@ -115,11 +130,15 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const bf16_t* HWY_RESTRICT p) {
 
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* HWY_RESTRICT p) {
+#if SIMDNORM_F16C
+  return hn::PromoteTo(df, hn::LoadU(hn::Rebind<f16_t, DF>(), p));
+#else
   const hn::Rebind<uint16_t, DF> d16;
   const hn::RebindToUnsigned<DF> du32;
   return F32FromF16Bits(
       df, hn::PromoteTo(du32,
                         hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
+#endif
 }
 
 // The bits of v rounded to bf16 precision, in the top half of each lane.
@@ -163,10 +182,21 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
 
 template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* HWY_RESTRICT p) {
+#if SIMDNORM_F16C
+  // NaN lanes become the quiet NaN without payload (0x7E00, sign kept).
+  const hn::RebindToUnsigned<DF> du;
+  const auto quiet =
+      hn::Or(hn::And(hn::BitCast(du, v), hn::Set(du, 0x80000000u)),
+             hn::Set(du, 0x7FC00000u));
+  v = hn::IfThenElse(hn::IsNaN(v), hn::BitCast(df, quiet), v);
+  hn::StoreU(hn::DemoteTo(hn::Rebind<f16_t, DF>(), v), hn::Rebind<f16_t, DF>(),
+             p);
+#else
   const hn::Rebind<uint16_t, DF> d16;
   const hn::RebindToSigned<DF> di32;
   hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di32, F16BitsFromF32(df, v))), d16,
              reinterpret_cast<uint16_t*>(p));
+#endif
 }
 
 // v rounded to the precision of T and widened back (exact for float).
@@ -177,7 +207,12 @@ HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
     return hn::BitCast(
         df, hn::And(RoundedToBF16Bits<false>(df, v), hn::Set(du, 0xFFFF0000u)));
   } else if constexpr (std::is_same_v<T, f16_t>) {
+#if SIMDNORM_F16C  // v is finite here (the normalized value of a row)
+    const hn::Rebind<f16_t, DF> d16;
+    return hn::PromoteTo(df, hn::DemoteTo(d16, v));
+#else
     return F32FromF16Bits(df, F16BitsFromF32(df, v));
+#endif
   } else {
     return v;
   }
@@ -195,9 +230,10 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> q, int8_t* HWY_RESTRICT p) {
 
 // ------------------------------ Pairs of vectors (2N elements)
 
+// With F16C, f16 converts by whole vectors and pairs like float.
 template <typename T>
-inline constexpr bool kEvenOdd =
-    std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>;
+inline constexpr bool kEvenOdd = std::is_same_v<T, bf16_t> ||
+                                 (!SIMDNORM_F16C && std::is_same_v<T, f16_t>);
 
 // The first and second vector of the pair at p.
 template <class DF>
@@ -223,15 +259,23 @@ HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const bf16_t* HWY_RESTRICT p) {
 
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const f16_t* HWY_RESTRICT p) {
+#if SIMDNORM_F16C
+  return LoadF(df, p);
+#else
   const hn::RebindToUnsigned<DF> du32;
   const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
   return F32FromF16Bits(df, hn::And(u, hn::Set(du32, 0xFFFFu)));
+#endif
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const f16_t* HWY_RESTRICT p) {
+#if SIMDNORM_F16C
+  return LoadF(df, p + hn::Lanes(df));
+#else
   const hn::RebindToUnsigned<DF> du32;
   const auto u = hn::LoadU(du32, reinterpret_cast<const uint32_t*>(p));
   return F32FromF16Bits(df, hn::ShiftRight<16>(u));
+#endif
 }
 
 // v to p, with a normal store or (kStream) a non-temporal one, which writes
@@ -265,6 +309,11 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           f16_t* HWY_RESTRICT p) {
+#if SIMDNORM_F16C  // in order, with cached stores (half vectors)
+  StoreF(df, a, p);
+  StoreF(df, b, p + hn::Lanes(df));
+  return;
+#endif
   const hn::RebindToUnsigned<DF> du32;
   const auto bits =
       hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
