@@ -312,12 +312,12 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 #if SIMDNORM_F16C  // in order, with cached stores (half vectors)
   StoreF(df, a, p);
   StoreF(df, b, p + hn::Lanes(df));
-  return;
-#endif
+#else
   const hn::RebindToUnsigned<DF> du32;
   const auto bits =
       hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
   StoreVec<kStream>(bits, du32, reinterpret_cast<uint32_t*>(p));
+#endif
 }
 
 // ------------------------------ Tails
