@@ -32,6 +32,8 @@ struct RowArgs {
   size_t sum_out_stride;
   float gamma_offset;  // -0.0f when the caller's is 0: x + -0 == x always
   bool round_normalized;
+  // bf16 and f16 y correctly rounded (not SIMDNORM_FAST_ROUNDING).
+  bool correct_rounding;
   float* y_scale;      // I8 output: scales_per_row floats per row
   size_t quant_group;  // I8 output: resolved (never 0)
   size_t scales_per_row;

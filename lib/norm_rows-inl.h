@@ -43,7 +43,9 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "lib/convert-inl.h"
+#include "lib/correct_rounding.h"
 #include "lib/kernel_table.h"
+#include "lib/rounding_check-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
@@ -271,6 +273,17 @@ struct Weights {
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
 };
+
+// The weights of a call.
+template <typename TP>
+Weights<TP> WeightsOf(const internal::RowArgs& a) {
+  return Weights<TP>{static_cast<const TP*>(a.gamma),
+                     static_cast<const TP*>(a.beta),
+                     a.gamma_offset,
+                     1.0f + a.gamma_offset,
+                     a.gamma_offset != 0.0f,
+                     a.round_normalized};
+}
 
 // bf16 results are rounded by integer steps that need NaN lanes made quiet
 // unless every NaN that can reach them has a zero low half. In a row that
@@ -845,6 +858,9 @@ HWY_INLINE RowScale Scale(DF df, const TX* x, const TX* r, TX* h, size_t n,
                     : RMSNormScale<false>(df, x, r, h, n, eps);
 }
 
+// Room on the stack for a row of a correctly rounded call (16384 floats).
+inline constexpr size_t kCheckedScratchBytes = 64 * 1024;
+
 // Room on the stack for two rows of h when there is a residual but no
 // sum_out (rows are taken two at a time); longer rows use a heap buffer.
 inline constexpr size_t kScratchBytes = 16 * 1024;
@@ -882,12 +898,7 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   constexpr bool kQuant = std::is_same_v<TY, int8_t>;
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
-  const Weights<TP> w{static_cast<const TP*>(a.gamma),
-                      static_cast<const TP*>(a.beta),
-                      a.gamma_offset,
-                      1.0f + a.gamma_offset,
-                      a.gamma_offset != 0.0f,
-                      a.round_normalized};
+  const Weights<TP> w = WeightsOf<TP>(a);
   const TX* x_rows = static_cast<const TX*>(a.x);
   const TX* res_rows = static_cast<const TX*>(a.residual);
   TX* sum_rows = static_cast<TX*>(a.sum_out);
@@ -935,6 +946,299 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   if (stream) hwy::FlushStream();  // order the streamed stores
 }
 
+// ------------------------------------------------ correctly rounded rows
+//
+// bf16 and f16 outputs, by default (lib/correct_rounding.h): each row's
+// statistics in double with error bounds, the results in fp32 as above with
+// a per-lane bound on |y - exact y|, and the lanes whose bound reaches a
+// rounding boundary (rare: ~1e-4 of them) decided again in double, or
+// exactly. docs/accuracy.md has the argument.
+
+template <typename T>
+inline constexpr simdnorm_dtype kDType = std::is_same_v<T, float>
+                                             ? SIMDNORM_F32
+                                             : (std::is_same_v<T, bf16_t>
+                                                    ? SIMDNORM_BF16
+                                                    : SIMDNORM_F16);
+
+template <typename TY>
+inline constexpr bool kRounds16 =
+    std::is_same_v<TY, bf16_t> || std::is_same_v<TY, f16_t>;
+
+// sum(x - k) and sum((x - k)^2) in double lanes (x - k in double from
+// float x and k; error bounds in StatsFromSums).
+template <class DF, typename TX>
+HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
+                          double& sum, double& sum_sq) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dfh;
+  const size_t M = hn::Lanes(dd);
+  const auto vk = hn::Set(dd, static_cast<double>(k));
+  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd),
+       q1 = hn::Zero(dd);
+  size_t i = 0;
+  for (; i + 2 * M <= n; i += 2 * M) {
+    const auto d0 = hn::Sub(hn::PromoteTo(dd, LoadF(dfh, x + i)), vk);
+    const auto d1 = hn::Sub(hn::PromoteTo(dd, LoadF(dfh, x + i + M)), vk);
+    s0 = hn::Add(s0, d0);
+    s1 = hn::Add(s1, d1);
+    q0 = hn::MulAdd(d0, d0, q0);
+    q1 = hn::MulAdd(d1, d1, q1);
+  }
+  for (; i < n; i += M) {
+    const size_t count = n - i < M ? n - i : M;
+    const auto d0 = hn::IfThenElseZero(
+        hn::FirstN(dd, count),
+        hn::Sub(hn::PromoteTo(dd, LoadTailF(dfh, x + i, count)), vk));
+    s0 = hn::Add(s0, d0);
+    q0 = hn::MulAdd(d0, d0, q0);
+  }
+  sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
+  sum_sq = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
+}
+
+// A row's double statistics: shifted by x[0], and again by the mean when
+// x[0] was too far from it (LayerNorm).
+template <bool kLayerNorm, class DF, typename TX>
+HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n,
+                                       float eps) {
+  float k = kLayerNorm ? ToFloat(x[0]) : 0.0f;
+  double s, q;
+  SumsF64(df, x, n, k, s, q);
+  internal::RowStats st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q);
+  if (internal::ShouldRecenter(kLayerNorm, st)) {
+    k = static_cast<float>(st.k + st.c);
+    SumsF64(df, x, n, k, s, q);
+    st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q);
+  }
+  return st;
+}
+
+// The fp32 constants of a checked row and its per-lane error bound
+// |t - xhat| <= alpha |d| + beta, d = x - k in fp32 and t = d * mul + add
+// (RMSNorm: d = x, t = x * mul, and 2^-126 more where x != 0, for a
+// subnormal t). From |mul - r| <= (u + er) r, d's own rounding, add's
+// rounding, c's error dc, and t's own rounding (u|t| <= u(|d| mul + |add|)),
+// also that of t * g without FMA. A bound above zero is at least 2^-126,
+// which covers subnormal roundings of t. False when the fp32 constants
+// would not be normal floats (rows of |x| beyond ~1e30 or below ~1e-30
+// with eps 0): such rows are decided element by element.
+struct RowBound {
+  float alpha, beta;
+};
+
+inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
+                         RowScale& k, RowBound& bound) {
+  if (!(st.er >= 0.0 && st.r >= 0x1p-100 && st.r <= 0x1p100)) return false;
+  const float mul = static_cast<float>(st.r);
+  // LayerNorm's shift: the mean rounded to fp32, so that add (what the
+  // shift misses, times r) and its rounding error are small. c and dc
+  // follow the shift (k - m in double, then + c: two roundings at most).
+  float m = static_cast<float>(st.k);
+  double c = st.c, dc = st.dc;
+  const float mean = static_cast<float>(st.k + st.c);
+  if (layernorm && std::isfinite(mean)) {
+    const double km = st.k - static_cast<double>(mean);
+    c = km + st.c;
+    dc = st.dc + 0x1p-52 * (std::fabs(km) + std::fabs(c));
+    m = mean;
+  }
+  const float add = layernorm ? static_cast<float>(-c * st.r) : 0.0f;
+  if (!(std::fabs(add) <= 0x1p100f)) return false;
+  k = RowScale{1.0f, m, mul, add};
+  constexpr double u = 0x1p-24;
+  // Without FMA, d * mul rounds once more.
+  constexpr double kMulRoundings = HWY_NATIVE_FMA ? 2.0 : 3.0;
+  constexpr double kTRoundings = HWY_NATIVE_FMA ? 1.0 : 2.0;
+  const double grow = (1 + 2 * st.er) * 1.01;  // r vs mul; fp32 evaluation
+  const double alpha = mul * ((kMulRoundings + kTRoundings) * u + st.er) * grow;
+  const double beta =
+      (std::fabs(add) * ((1 + kTRoundings) * u + st.er) + dc * mul) * grow;
+  // Bounds as normal floats, rounded up (a tiny bound is made 2^-126).
+  const auto up = [](double v) {
+    return v > 0.0 ? std::max(static_cast<float>(v * 1.01), 0x1p-126f) : 0.0f;
+  };
+  bound = RowBound{up(alpha), up(beta)};
+  return true;
+}
+
+// One vector of a checked row: its results y, and the lanes that round as
+// the exact values do (the others are decided again). kHF: xhat rounded to
+// x's type first (Hugging Face's order).
+//
+// The bound on |y - exact y|: y's own rounding, and |g| times t's bound,
+// where |g| + 2^-24 keeps the bound nonzero where t is inexact and g is 0
+// (the sign of a zero y) and at least 2^-150 (a subnormal y's rounding),
+// as t's bound is at least 2^-126 there (CheckedScale).
+template <bool kLayerNorm, bool kHF, At kAt, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
+                                  const Weights<TP>& w, size_t i, size_t count,
+                                  hn::Vec<DF> m, hn::Vec<DF> mul,
+                                  hn::Vec<DF> add, hn::Vec<DF> alpha,
+                                  hn::Vec<DF> beta, hn::Vec<DF>& y) {
+  const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
+  hn::Vec<DF> g, b;
+  WeightsAt<kAt>(df, w, i, count, g, b);
+  const auto xv = LoadAt<kAt>(df, x + i, count);
+  hn::Vec<DF> d = xv, t;
+  if constexpr (kLayerNorm) {
+    d = hn::Sub(xv, m);
+    t = hn::MulAdd(d, mul, add);
+  } else {
+    (void)m;
+    (void)add;
+    t = hn::Mul(xv, mul);
+  }
+  auto et = hn::MulAdd(hn::Abs(d), alpha, beta);
+  if constexpr (!kLayerNorm) {  // x != 0: t may be subnormal
+    et = hn::Add(et, hn::IfThenElseZero(hn::Ne(d, hn::Zero(df)),
+                                        hn::Set(df, 0x1p-126f)));
+  }
+  hn::Mask<DF> clear;
+  if constexpr (kHF) {
+    const auto tx = RoundTo<TX>(df, t);
+    y = GammaBeta(df, tx, g, b);
+    // Only y's rounding is left; a floor where t is not 0 for a subnormal y.
+    const auto ey = hn::MulAdd(
+        cu, hn::Abs(y),
+        hn::IfThenElseZero(hn::Ne(tx, hn::Zero(df)), hn::Set(df, 0x1p-126f)));
+    clear = hn::And(RoundsClear<TX>(df, t, et), RoundsClear<TY>(df, y, ey));
+  } else {
+    y = GammaBeta(df, t, g, b);
+    const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
+    clear = RoundsClear<TY>(df, y, hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y))));
+  }
+  if constexpr (kAt == At::kTail)
+    clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
+  return clear;
+}
+
+// Element j of a row decided by lib/correct_rounding.h, its weights as
+// WeightsAt forms them.
+template <typename TY, typename TP>
+HWY_INLINE void DecideElement(const Weights<TP>& w, const internal::CrRow& cr,
+                              internal::CrCache& cache, size_t j, TY* y) {
+  float g = w.scale;
+  if (w.gamma) {
+    g = ToFloat(w.gamma[j]);
+    if (w.has_offset) g = g + w.offset;
+  }
+  const float b = w.beta ? ToFloat(w.beta[j]) : -0.0f;
+  const uint16_t bits = internal::CorrectlyRoundedBits(cr, j, g, b, cache);
+  std::memcpy(y + j, &bits, sizeof(bits));
+}
+
+template <class DF, typename TY, typename TP>
+HWY_NOINLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
+                              TY* y, const Weights<TP>& w,
+                              const internal::CrRow& cr,
+                              internal::CrCache& cache) {
+  HWY_ALIGN float lanes[kMaxFloatLanes];
+  hn::Store(flags, df, lanes);
+  for (size_t l = 0; l < count; ++l) {
+    uint32_t set;
+    std::memcpy(&set, &lanes[l], sizeof(set));
+    if (set != 0) DecideElement(w, cr, cache, i + l, y);
+  }
+}
+
+// A row of 16-bit y, correctly rounded. x is never y (NormRowsChecked
+// copies a row normalized in place).
+template <bool kLayerNorm, bool kHF, class DF, typename TX, typename TY,
+          typename TP>
+HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
+                                  const Weights<TP> w, size_t n, RowScale k,
+                                  RowBound bound, const internal::CrRow& cr) {
+  constexpr bool kQuiet = kQuietNaNs<TP>;
+  const size_t N = hn::Lanes(df);
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
+  internal::CrCache cache;
+  hn::Vec<DF> v;
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto clear = CheckedAt<kLayerNorm, kHF, At::kFull, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, alpha, beta, v);
+    StoreF<kQuiet>(df, v, y + i);
+    if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
+                  cache);
+    }
+  }
+  if (i < n) {
+    const auto clear = CheckedAt<kLayerNorm, kHF, At::kTail, DF, TX, TY>(
+        df, x, w, i, n - i, m, mul, add, alpha, beta, v);
+    StoreTailF<kQuiet>(df, v, y + i, n - i);
+    if (!hn::AllTrue(df, clear)) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
+                  cache);
+    }
+  }
+}
+
+// Rows of bf16 or f16 y, correctly rounded, one at a time. scratch holds
+// a row: h = x + residual when there is no sum_out, or a copy of a row
+// that y overwrites (in place).
+template <int kKind, typename TX, typename TY, typename TP>
+HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
+                                  size_t row_end) {
+  constexpr bool kLayerNorm = kKind == 0;
+  const hn::ScalableTag<float> df;
+  const size_t n = a.cols;
+  const Weights<TP> w = WeightsOf<TP>(a);
+  constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
+  HWY_ALIGN TX stack_scratch[kRowRoom];
+  std::unique_ptr<TX[]> heap_scratch;
+  const auto scratch = [&]() -> TX* {  // allocates only for long rows
+    if (n <= kRowRoom) return stack_scratch;
+    if (!heap_scratch) heap_scratch.reset(new TX[n]);
+    return heap_scratch.get();
+  };
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
+    TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
+    TX* sum = a.sum_out ? static_cast<TX*>(a.sum_out) + r * a.sum_out_stride
+                        : nullptr;
+    const TX* h = x;
+    if (a.residual != nullptr) {
+      TX* made = sum ? sum : scratch();
+      ReduceRow<false, false, false, Shift::kNone, true>(
+          df, x, n, 1.0f, 0.0f,
+          static_cast<const TX*>(a.residual) + r * a.residual_stride, made);
+      h = made;
+    } else if (sum != nullptr && sum != x) {
+      std::memcpy(sum, x, n * sizeof(TX));
+    }
+    const uintptr_t hb = reinterpret_cast<uintptr_t>(h);
+    const uintptr_t yb = reinterpret_cast<uintptr_t>(y);
+    const bool h_in_scratch = a.residual != nullptr && sum == nullptr;
+    if (!h_in_scratch && hb < yb + n * sizeof(TY) && yb < hb + n * sizeof(TX)) {
+      h = static_cast<TX*>(std::memcpy(scratch(), h, n * sizeof(TX)));
+    }
+    const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps);
+    // NaN or inf anywhere, or an infinite 1/sqrt: NaN throughout.
+    if (!std::isfinite(st.v) || !std::isfinite(st.c) || !std::isfinite(st.r)) {
+      FillNaN(df, y, static_cast<float*>(nullptr), 0, n);
+      continue;
+    }
+    const internal::CrRow cr{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
+                             kDType<TY>, n, a.eps,      st};
+    RowScale k;
+    RowBound bound;
+    if (!CheckedScale(kLayerNorm, st, k, bound)) {
+      internal::CrCache cache;
+      for (size_t j = 0; j < n; ++j) DecideElement(w, cr, cache, j, y);
+    } else if (!std::is_same_v<TX, float> && w.round) {
+      ApplyRowChecked<kLayerNorm, !std::is_same_v<TX, float>>(df, h, y, w, n, k,
+                                                              bound, cr);
+    } else {
+      ApplyRowChecked<kLayerNorm, false>(df, h, y, w, n, k, bound, cr);
+    }
+  }
+}
+
 // With a residual and no sum_out: room for two rows of h on the stack, or
 // on the heap for longer rows. Kept out of NormRows, whose frame stays small.
 template <int kKind, typename TX, typename TY, typename TP>
@@ -954,6 +1258,12 @@ HWY_NOINLINE void NormRowPairsInScratch(const internal::RowArgs& a,
 
 template <int kKind, typename TX, typename TY, typename TP>
 void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
+  if constexpr (kRounds16<TY>) {
+    if (a.correct_rounding) {
+      NormRowsChecked<kKind, TX, TY, TP>(a, row_begin, row_end);
+      return;
+    }
+  }
   if (a.residual != nullptr && a.sum_out == nullptr) {
     NormRowPairsInScratch<kKind, TX, TY, TP>(a, row_begin, row_end);
     return;

@@ -6,27 +6,13 @@
 #include <cstring>
 #include <vector>
 
+#include "lib/correct_rounding.h"
 #include "lib/descriptor.h"
 #include "lib/validate.h"
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm {
 namespace {
-
-// IEEE binary16 to double, from the definition (exact).
-double DecodeF16(uint16_t b) {
-  const int exp = (b >> 10) & 0x1F;
-  const int mant = b & 0x3FF;
-  double v;
-  if (exp == 0x1F) {
-    v = mant ? NAN : INFINITY;
-  } else if (exp == 0) {
-    v = std::ldexp(mant, -24);  // subnormal (or zero)
-  } else {
-    v = std::ldexp(1024 + mant, exp - 25);
-  }
-  return (b & 0x8000) ? -v : v;
-}
 
 double Load(const void* base, simdnorm_dtype t, size_t i) {
   switch (t) {
@@ -35,52 +21,11 @@ double Load(const void* base, simdnorm_dtype t, size_t i) {
     case SIMDNORM_BF16:
       return bf16::from_bits(static_cast<const uint16_t*>(base)[i]).to_float();
     case SIMDNORM_F16:
-      return DecodeF16(static_cast<const uint16_t*>(base)[i]);
+      return internal::F16BitsToDouble(static_cast<const uint16_t*>(base)[i]);
     case SIMDNORM_I8:
       break;  // never an input
   }
   return NAN;
-}
-
-// Rounds a double to the nearest bf16, ties to even, in one step (going
-// through float would round twice).
-uint16_t RoundToBF16(double v) {
-  if (std::isnan(v)) return std::signbit(v) ? 0xFFC0 : 0x7FC0;
-  if (std::isinf(v)) return std::signbit(v) ? 0xFF80 : 0x7F80;
-  const double a = std::fabs(v);
-  double r;
-  if (a >= 0x1p-126) {
-    const double ulp =
-        std::ldexp(1.0, std::ilogb(a) - 7);  // 8 significant bits
-    r = std::nearbyint(a / ulp) * ulp;
-  } else {
-    r = std::nearbyint(a / 0x1p-133) * 0x1p-133;  // subnormal bf16 spacing
-  }
-  const double kMax = 0x1.FEp127;                         // largest finite bf16
-  float f = r > kMax ? INFINITY : static_cast<float>(r);  // exact: r fits
-  if (std::signbit(v)) f = -f;
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return static_cast<uint16_t>(u >> 16);
-}
-
-// Rounds a double to the nearest binary16, ties to even, in one step.
-// Finite magnitudes from 65520 (halfway between the largest, 65504, and
-// 2^16) round to infinity.
-uint16_t RoundToF16(double v) {
-  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
-  if (std::isnan(v)) return sign | 0x7E00;
-  const double a = std::fabs(v);
-  if (a >= 65520.0) return sign | 0x7C00;
-  // r: a rounded to a multiple of the binade's ulp (11 significant bits),
-  // or of 2^-24 below 2^-14 (subnormals). Scaling by a power of 2 is exact.
-  const double ulp =
-      a >= 0x1p-14 ? std::ldexp(1.0, std::ilogb(a) - 10) : 0x1p-24;
-  const double r = std::nearbyint(a / ulp) * ulp;  // <= 65504
-  if (r < 0x1p-14) return sign | static_cast<uint16_t>(r / 0x1p-24);
-  const int e = std::ilogb(r);
-  const int mant = static_cast<int>(std::ldexp(r, 10 - e)) - 1024;
-  return sign | static_cast<uint16_t>(((e + 15) << 10) | mant);
 }
 
 void Store(void* base, simdnorm_dtype t, size_t i, double v) {
@@ -89,10 +34,10 @@ void Store(void* base, simdnorm_dtype t, size_t i, double v) {
       static_cast<float*>(base)[i] = static_cast<float>(v);
       break;
     case SIMDNORM_BF16:
-      static_cast<uint16_t*>(base)[i] = RoundToBF16(v);
+      static_cast<uint16_t*>(base)[i] = internal::RoundToBF16Bits(v);
       break;
     case SIMDNORM_F16:
-      static_cast<uint16_t*>(base)[i] = RoundToF16(v);
+      static_cast<uint16_t*>(base)[i] = internal::RoundToF16Bits(v);
       break;
     case SIMDNORM_I8:
       break;  // quantized per group: StoreI8Row
@@ -105,9 +50,9 @@ double RoundTo(simdnorm_dtype t, double v) {
     case SIMDNORM_F32:
       return static_cast<float>(v);
     case SIMDNORM_BF16:
-      return bf16::from_bits(RoundToBF16(v)).to_float();
+      return bf16::from_bits(internal::RoundToBF16Bits(v)).to_float();
     case SIMDNORM_F16:
-      return DecodeF16(RoundToF16(v));
+      return internal::F16BitsToDouble(internal::RoundToF16Bits(v));
     case SIMDNORM_I8:
       break;  // never an input
   }
@@ -142,13 +87,38 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
   }
   const double denom =
       std::sqrt(second / static_cast<double>(n) + static_cast<double>(d.eps));
+  // With ROUND_NORMALIZED and 16-bit x: the exact xhat rounded once.
+  const bool round16 = a.round_normalized && xt != SIMDNORM_F32;
+  std::vector<float> h32;
+  internal::CrRow cr{};
+  if (round16) {
+    h32.assign(h, h + n);  // exact: h is of x_type
+    const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
+    cr = internal::CrRow{layernorm,
+                         h32.data(),
+                         SIMDNORM_F32,
+                         xt,
+                         true,
+                         SIMDNORM_BF16,
+                         n,
+                         d.eps,
+                         internal::RowStatsScalar(layernorm, h32.data(),
+                                                  SIMDNORM_F32, n, d.eps)};
+  }
+  const bool exact16 = round16 && std::isfinite(denom) && denom > 0.0 &&
+                       std::isfinite(cr.st.r) && std::isfinite(cr.st.v);
+  internal::CrCache cache;
   const auto pt = static_cast<simdnorm_dtype>(p.param_type);
   for (size_t j = 0; j < n; ++j) {
     xhat[j] = (h[j] - mean) / denom;
-    if (a.round_normalized) xhat[j] = RoundTo(xt, xhat[j]);
+    if (exact16) {
+      xhat[j] = internal::RoundedXhat(cr, j, cache);
+    } else if (a.round_normalized) {
+      xhat[j] = RoundTo(xt, xhat[j]);
+    }
     const float g = d.gamma ? static_cast<float>(Load(d.gamma, pt, j)) : 1.0f;
     const float scale = a.gamma_offset + g;  // fp32 sum, as specified
-    const double b = d.beta ? Load(d.beta, pt, j) : 0.0;
+    const double b = d.beta ? Load(d.beta, pt, j) : -0.0;  // -0: y = xhat * g
     out[j] = xhat[j] * scale + b;
   }
 }
@@ -175,6 +145,45 @@ void StoreI8Row(const internal::RowArgs& a, size_t row, const double* out) {
       const double v = usable ? std::nearbyint(out[j] / scale) : 0.0;
       q[j] = static_cast<int8_t>(std::fmin(127.0, std::fmax(-127.0, v)));
     }
+  }
+}
+
+// Row r of a bf16 or f16 y, each element the exact result rounded once
+// (lib/correct_rounding.h). Rows with a NaN or inf anywhere, or whose
+// 1/sqrt is infinite, are NaN throughout: out's values as they are.
+void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
+                           size_t r, const double* h, const double* out) {
+  const internal::RowArgs& a = p.args;
+  const size_t n = a.cols;
+  const auto yt = static_cast<simdnorm_dtype>(p.y_type);
+  std::vector<float> row(h, h + n);  // exact: h is of x_type
+  const bool finite = std::all_of(row.begin(), row.end(),
+                                  [](float v) { return std::isfinite(v); });
+  const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
+  const internal::RowStats st =
+      internal::RowStatsScalar(layernorm, row.data(), SIMDNORM_F32, n, a.eps);
+  if (!finite || !std::isfinite(st.r)) {
+    for (size_t j = 0; j < n; ++j) Store(a.y, yt, r * a.y_stride + j, out[j]);
+    return;
+  }
+  const internal::CrRow cr{layernorm,
+                           row.data(),
+                           SIMDNORM_F32,
+                           static_cast<simdnorm_dtype>(p.x_type),
+                           a.round_normalized,
+                           yt,
+                           n,
+                           a.eps,
+                           st};
+  const auto pt = static_cast<simdnorm_dtype>(p.param_type);
+  internal::CrCache cache;
+  uint16_t* y = static_cast<uint16_t*>(a.y) + r * a.y_stride;
+  for (size_t j = 0; j < n; ++j) {
+    const float g =
+        d.gamma ? a.gamma_offset + static_cast<float>(Load(d.gamma, pt, j))
+                : a.gamma_offset + 1.0f;
+    const float b = d.beta ? static_cast<float>(Load(d.beta, pt, j)) : -0.0f;
+    y[j] = internal::CorrectlyRoundedBits(cr, j, g, b, cache);
   }
 }
 
@@ -214,6 +223,8 @@ Status NormalizeReference(const simdnorm_desc& d) {
     }
     if (yt == SIMDNORM_I8) {
       StoreI8Row(a, r, out.data());
+    } else if (yt != SIMDNORM_F32 && a.correct_rounding) {
+      StoreCorrectlyRounded(d, p, r, h.data(), out.data());
     } else {
       for (size_t j = 0; j < n; ++j) Store(a.y, yt, r * a.y_stride + j, out[j]);
     }

@@ -23,7 +23,8 @@ int RawEnum(const E& field) {
 bool ValidDType(int t) { return t >= SIMDNORM_F32 && t <= SIMDNORM_I8; }
 
 constexpr unsigned kStoreFlags = SIMDNORM_Y_STREAM | SIMDNORM_Y_CACHED;
-constexpr unsigned kKnownFlags = SIMDNORM_ROUND_NORMALIZED | kStoreFlags;
+constexpr unsigned kKnownFlags =
+    SIMDNORM_ROUND_NORMALIZED | kStoreFlags | SIMDNORM_FAST_ROUNDING;
 
 // Half-open byte range [begin, end) spanned by some rows.
 struct Span {
@@ -90,6 +91,7 @@ void Fill(const simdnorm_desc& d, size_t x_stride, size_t y_stride,
   // x + -0 == x for every x (including -0): the zero offset changes nothing.
   a.gamma_offset = d.gamma_offset == 0.0f ? -0.0f : d.gamma_offset;
   a.round_normalized = (d.flags & SIMDNORM_ROUND_NORMALIZED) != 0;
+  a.correct_rounding = (d.flags & SIMDNORM_FAST_ROUNDING) == 0;
   a.y_scale = d.y_scale;
   a.quant_group = group;
   a.scales_per_row = scales_per_row;

@@ -429,8 +429,8 @@ TEST(Reference, F16EveryValueLoadsAndStoresExactly) {
     const double want = F16Value(gamma[i]);
     if (std::isnan(want)) {
       ASSERT_TRUE(std::isnan(out[i])) << Hex(i, 4);
-      ASSERT_EQ(y[i] & 0x7FFFu, 0x7E00u) << Hex(i, 4);
-      ASSERT_EQ(y[i] & 0x8000u, i & 0x8000u) << "NaN sign " << Hex(i, 4);
+      // Correctly rounded outputs make every NaN the default one.
+      ASSERT_EQ(y[i], 0x7E00u) << Hex(i, 4);
     } else {
       ASSERT_EQ(out[i], want) << Hex(i, 4);
       ASSERT_EQ(std::signbit(out[i]), std::signbit(want)) << Hex(i, 4);

@@ -311,7 +311,7 @@ TEST_P(StatusTest, BadGammaOffset) {
 
 TEST_P(StatusTest, UnknownFlags) {
   // 6 = SIMDNORM_Y_STREAM | SIMDNORM_Y_CACHED: contradictory.
-  for (unsigned flags : {6u, 7u, 8u, 9u, 0x100u, 0x80000000u, ~0u}) {
+  for (unsigned flags : {6u, 7u, 16u, 17u, 0x100u, 0x80000000u, ~0u}) {
     for (size_t rows : {4u, 0u}) {
       simdnorm_desc d = Base();
       d.rows = rows;
@@ -321,7 +321,7 @@ TEST_P(StatusTest, UnknownFlags) {
                  .c_str());
     }
   }
-  for (unsigned flags : {1u, 2u, 3u, 4u, 5u}) {
+  for (unsigned flags : {1u, 2u, 3u, 4u, 5u, 8u, 9u, 13u}) {
     simdnorm_desc d = Base();
     d.flags = flags;
     ExpectOk(d, ("flags " + Hex(flags, 8)).c_str());

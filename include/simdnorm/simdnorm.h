@@ -83,7 +83,19 @@ enum {
    * (read once) overrides the default, for profiling. The bits of y are the
    * same either way. */
   SIMDNORM_Y_STREAM = 2,
-  SIMDNORM_Y_CACHED = 4
+  SIMDNORM_Y_CACHED = 4,
+  /* bf16 and f16 outputs are correctly rounded by default: each is the
+   * exact result of the contract (on the inputs as given, eps as a float,
+   * the scale gamma_offset + gamma summed in fp32) rounded once to
+   * nearest-even, so every ISA and machine writes the same bits. A zero
+   * result is +0 when xhat * scale is not zero, and otherwise has the IEEE
+   * sign of (xhat * scale) + beta, with xhat = +0 for LayerNorm's x equal to
+   * the mean, x * (+r) for RMSNorm, and a missing beta taken as -0. NaN
+   * results are the default quiet NaN (0x7FC0, 0x7E00). This flag turns it
+   * off: fp32 results rounded to 16 bits, within one ulp of the exact
+   * result and 2-3x faster (docs/performance.md), the bits possibly
+   * differing between ISAs. f32 and int8 outputs are not affected. */
+  SIMDNORM_FAST_ROUNDING = 8
 };
 
 typedef enum simdnorm_kind {
@@ -123,7 +135,8 @@ typedef struct simdnorm_desc {
   /* The scale is (gamma_offset + gamma), summed in fp32 (NULL gamma: 1).
    * Gemma uses 1. Finite. */
   float gamma_offset;
-  unsigned flags; /* SIMDNORM_ROUND_NORMALIZED, or 0 */
+  unsigned flags; /* SIMDNORM_ROUND_NORMALIZED, _Y_STREAM, _Y_CACHED,
+                     _FAST_ROUNDING, or 0 */
   /* y_type SIMDNORM_I8: per group of quant_group elements of a row (0 = the
    * whole row; the last group may be shorter), scale = max|y| / 127 over
    * the group's fp32 results and q = round-half-even(y / scale) in

@@ -182,6 +182,7 @@ struct Options {
   size_t max_threads = 0;     // 0 = arena default, 1 = calling thread only
   float gamma_offset = 0.0f;  // the scale is gamma_offset + gamma (Gemma: 1)
   bool round_normalized = false;  // SIMDNORM_ROUND_NORMALIZED (HF's order)
+  bool fast_rounding = false;     // SIMDNORM_FAST_ROUNDING (16-bit y)
 };
 
 // Fills a C descriptor from typed views; rows and cols are taken from x
@@ -209,7 +210,8 @@ simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
   d.eps = opt.eps;
   d.max_threads = opt.max_threads;
   d.gamma_offset = opt.gamma_offset;
-  d.flags = opt.round_normalized ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
+  d.flags = (opt.round_normalized ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u) |
+            (opt.fast_rounding ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u);
   return d;
 }
 

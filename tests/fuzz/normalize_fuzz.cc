@@ -26,7 +26,8 @@
 //   35-36 sum_out stride (mode, arg; mode 7 = the residual's)
 //   37 gamma_offset (% 8: 0, 1, -0, -1, NaN, inf, 0.5, FLT_MAX)
 //   38 flags: < 0x80: bit 0 (SIMDNORM_ROUND_NORMALIZED), bits 5 and 6
-//      (SIMDNORM_Y_STREAM, SIMDNORM_Y_CACHED); 0xFF: 1 << 31;
+//      (SIMDNORM_Y_STREAM, SIMDNORM_Y_CACHED), bit 1
+//      (SIMDNORM_FAST_ROUNDING); 0xFF: 1 << 31;
 //      else the byte itself (unknown bits)
 //   39-40 quant_group (mode, arg): see DecodeGroup()
 //   41 y_scale mode (% 8), 42 its delta (int8): see PlaceExtension()
@@ -237,7 +238,8 @@ float DecodeGammaOffset(uint8_t b) {
 }
 
 unsigned DecodeFlags(uint8_t b) {
-  if (b < 0x80) return (b & 1u) | ((b >> 4) & 6u);  // bits 5, 6: y stores
+  // bit 0: ROUND_NORMALIZED; bits 5, 6: y stores; bit 1: FAST_ROUNDING.
+  if (b < 0x80) return (b & 1u) | ((b >> 4) & 6u) | ((b & 2u) << 2);
   return b == 0xFF ? 1u << 31 : b;
 }
 
@@ -375,7 +377,7 @@ simdnorm_status Predict(const simdnorm_desc& d, int kind, int xt, int yt,
     return SIMDNORM_INVALID_ARGUMENT;
   }
   if (std::isnan(d.eps) || std::isinf(d.eps) || d.eps < 0.0f ||
-      !std::isfinite(d.gamma_offset) || (d.flags | 7u) != 7u ||
+      !std::isfinite(d.gamma_offset) || (d.flags | 15u) != 15u ||
       (d.flags & 6u) == 6u) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
@@ -847,9 +849,14 @@ void CheckValues(const Case& c, const uint8_t* before, uint8_t* got,
       } else {
         const Half h = HalfOf(static_cast<simdnorm_dtype>(c.yt));
         once = RoundToHalf(h, ref);
+        // The reference rounds the exact result, of which the double truth
+        // is within a few ulps: near a midpoint either neighbour.
+        const double slack = std::fabs(ref) * 0x1p-40 + 0x1p-1000;
+        const int32_t o = HalfOrdered(static_cast<uint16_t>(yr));
         ref_ok = HalfIsNaN(h, static_cast<uint16_t>(once))
                      ? HalfIsNaN(h, static_cast<uint16_t>(yr))
-                     : yr == once;
+                     : (o >= HalfOrdered(RoundToHalf(h, ref - slack)) &&
+                        o <= HalfOrdered(RoundToHalf(h, ref + slack)));
       }
       if (round_normalized) {
         ok = CheckRoundNormalized(static_cast<simdnorm_dtype>(c.xt),
@@ -883,6 +890,20 @@ void CheckValues(const Case& c, const uint8_t* before, uint8_t* got,
           !std::isfinite(LoadElem(got + at, c.yt))) {
         ++g_counts.inf_gamma_near_zero;
         ok = true;
+      }
+      // Correctly rounded 16-bit outputs: the reference's bytes exactly.
+      if (ok && ref_ok && c.yt != SIMDNORM_F32 &&
+          (d.flags & SIMDNORM_FAST_ROUNDING) == 0) {
+        const Half h = HalfOf(static_cast<simdnorm_dtype>(c.yt));
+        const bool same = HalfIsNaN(h, static_cast<uint16_t>(y))
+                              ? HalfIsNaN(h, static_cast<uint16_t>(yr))
+                              : y == yr;
+        if (!same) {
+          ok = false;
+          why = "not the reference's correctly rounded bits " +
+                simdnorm_test::Hex(yr, 4) + " (got " +
+                simdnorm_test::Hex(y, 4) + ")";
+        }
       }
       if (!ok || !ref_ok) {
         fail(r, col,

@@ -1,0 +1,397 @@
+#include "lib/correct_rounding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "lib/dyadic.h"
+
+namespace simdnorm {
+namespace internal {
+
+// Error bounds follow Higham, "Accuracy and Stability of Numerical
+// Algorithms" (2nd ed.), ch. 2-4: u = 2^-53 per operation, and any
+// summation of m terms is within gamma_m * sum|term| of the exact sum.
+namespace {
+
+constexpr double kU = 0x1p-53;
+
+double Gamma(double m) { return m * kU / (1.0 - m * kU); }
+
+uint16_t Round16(simdnorm_dtype t, double v) {
+  return t == SIMDNORM_BF16 ? RoundToBF16Bits(v) : RoundToF16Bits(v);
+}
+
+double Value16(simdnorm_dtype t, uint16_t b) {
+  if (t == SIMDNORM_F16) return F16BitsToDouble(b);
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+int InfCode(simdnorm_dtype t) { return t == SIMDNORM_BF16 ? 0x7F80 : 0x7C00; }
+uint16_t NaNBits(simdnorm_dtype t) {
+  return t == SIMDNORM_BF16 ? 0x7FC0 : 0x7E00;
+}
+
+// 16-bit codes in the order of their values (both zeros are 0).
+int Ord(uint16_t b) {
+  const int m = b & 0x7FFF;
+  return (b & 0x8000) ? -m : m;
+}
+uint16_t FromOrd(int o) {
+  return static_cast<uint16_t>(o >= 0 ? o : (0x8000 | -o));
+}
+
+// The rounding boundary between codes o and o + 1: their midpoint, or the
+// overflow threshold next to infinity (max + half an ulp).
+double Midpoint(simdnorm_dtype t, int o) {
+  const double threshold = t == SIMDNORM_BF16 ? 0x1.FFp127 : 65520.0;
+  if (o + 1 == InfCode(t)) return threshold;
+  if (o == -InfCode(t)) return -threshold;
+  return (Value16(t, FromOrd(o)) + Value16(t, FromOrd(o + 1))) / 2;  // exact
+}
+
+// The outcome of rounding a value known to lie in [y - e, y + e]: decided
+// when both ends round alike and zero is not inside (the sign of a zero
+// result needs the exact value); else the range of codes to search.
+struct Bracket {
+  bool done;
+  uint16_t bits;
+  int lo, hi;
+};
+
+// The common case, without Round16's scaling: f, the float nearest y, is
+// within 2^-24 |y| of it; the boundary of f's 16-bit cell just above f's
+// truncation (a float) is farther from y than e and that; the others are a
+// quarter spacing away at least. Then f rounds as y does, by integer steps.
+bool DecideFast(simdnorm_dtype t, double y, double e, uint16_t* bits) {
+  const bool bf = t == SIMDNORM_BF16;
+  const double a = std::fabs(y);
+  if (!(a >= (bf ? 0x1p-126 : 0x1p-14) && a < (bf ? 0x1p127 : 32768.0)) ||
+      !(e < a * (bf ? 0x1p-12 : 0x1p-15))) {
+    return false;
+  }
+  const float f = static_cast<float>(a);
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  const uint32_t mid_bits =
+      bf ? ((u & 0xFFFF0000u) | 0x8000u) : ((u & 0xFFFFE000u) | 0x1000u);
+  float mid;
+  std::memcpy(&mid, &mid_bits, sizeof(mid));
+  if (!(std::fabs(a - mid) > e * (1 + 0x1p-40) + a * 0x1p-22)) return false;
+  const uint16_t sign = y < 0 ? 0x8000 : 0;
+  if (bf) {
+    *bits = sign | static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
+  } else {  // rebias the exponent from 127 to 15
+    const uint32_t r = (u + 0xFFFu + ((u >> 13) & 1)) >> 13;
+    *bits = sign | static_cast<uint16_t>(r - (112u << 10));
+  }
+  return true;
+}
+
+Bracket Decide(simdnorm_dtype t, double y, double e) {
+  // Room for y's own rounding and for the rounding of y -+ e.
+  e = e * (1 + 0x1p-40) + 4 * kU * std::fabs(y) + 0x1p-1060;
+  uint16_t fast;
+  if (DecideFast(t, y, e, &fast)) return {true, fast, 0, 0};
+  const double lo = y - e, hi = y + e;
+  const uint16_t bl = Round16(t, lo), bh = Round16(t, hi);
+  if (bl == bh && (lo > 0 || hi < 0)) return {true, bl, 0, 0};
+  return {false, 0, Ord(bl), Ord(bh)};
+}
+
+Bracket Anywhere(simdnorm_dtype t) {
+  return {false, 0, -InfCode(t), InfCode(t)};
+}
+
+// The code of an exact value v in codes [lo, hi] by bisection on the
+// rounding boundaries, sign_of(m) being the sign of v - m; ties to the
+// even code. A zero result takes v's sign, or zero_bits() when v is 0.
+template <class SignOf, class ZeroBits>
+uint16_t ExactRound(simdnorm_dtype t, int lo, int hi, const SignOf& sign_of,
+                    const ZeroBits& zero_bits) {
+  while (lo < hi) {
+    const int o = lo + (hi - lo) / 2;
+    const int s = sign_of(Dyadic::FromDouble(Midpoint(t, o)));
+    if (s < 0) {
+      hi = o;
+    } else if (s > 0) {
+      lo = o + 1;
+    } else {
+      lo = (o % 2 == 0) ? o : o + 1;  // the even one of two neighbours
+      break;
+    }
+  }
+  if (lo != 0) return FromOrd(lo);
+  const int s = sign_of(Dyadic());
+  return s > 0 ? 0x0000 : s < 0 ? 0x8000 : zero_bits();
+}
+
+// sign(p / sqrt(d) - c) for d > 0, by comparing squares.
+int SignOfRatioMinus(const Dyadic& p, const Dyadic& d, const Dyadic& c) {
+  const int sp = p.Sign(), sc = c.Sign();
+  if (sp >= 0 && sc <= 0) return (sp == 0 && sc == 0) ? 0 : 1;
+  if (sp <= 0 && sc >= 0) return -1;
+  const int cmp = (p * p).Compare(c * c * d);
+  return sp > 0 ? cmp : -cmp;
+}
+
+uint16_t SignedZero(double z) { return std::signbit(z) ? 0x8000 : 0x0000; }
+
+}  // namespace
+
+// S = sum x and Q = sum x^2 of the row, exactly.
+struct ExactSums {
+  Dyadic n, s, q;
+};
+
+CrCache::CrCache() = default;
+CrCache::~CrCache() = default;
+
+namespace {
+
+const ExactSums& Exact(const CrRow& row, CrCache& cache) {
+  if (!cache.exact) {
+    auto e = std::make_unique<ExactSums>();
+    e->n = Dyadic::FromDouble(static_cast<double>(row.n));
+    for (size_t i = 0; i < row.n; ++i) {
+      const Dyadic x = Dyadic::FromDouble(LoadAsFloat(row.x, row.x_storage, i));
+      e->s = e->s + x;
+      e->q = e->q + x * x;
+    }
+    cache.exact = std::move(e);
+  }
+  return *cache.exact;
+}
+
+// xhat_j = p0 / sqrt(d) exactly. LayerNorm: (n x - S) / sqrt(n Q - S^2 +
+// n^2 eps); RMSNorm: n x / sqrt(n Q + n^2 eps).
+struct ExactXhat {
+  Dyadic p0, d;
+};
+
+ExactXhat XhatOf(const CrRow& row, const ExactSums& e, double x) {
+  const Dyadic nx = e.n * Dyadic::FromDouble(x);
+  const Dyadic n2eps = e.n * e.n * Dyadic::FromDouble(row.eps);
+  if (row.layernorm) return {nx - e.s, e.n * e.q - e.s * e.s + n2eps};
+  return {nx, e.n * e.q + n2eps};
+}
+
+// The bits of a zero xhat (x equal to the mean: +0; RMSNorm's x = +-0:
+// x's sign), rounded to the 16-bit type.
+uint16_t XhatZeroBits(const CrRow& row, double x) {
+  return row.layernorm ? 0x0000 : SignedZero(x);
+}
+
+}  // namespace
+
+namespace {
+
+// xhat_j in double, within err of the exact value (err < 0: no bound).
+struct XhatF64 {
+  double x, xh, err;
+};
+
+XhatF64 XhatInDouble(const CrRow& row, size_t j) {
+  const RowStats& st = row.st;
+  XhatF64 v{LoadAsFloat(row.x, row.x_storage, j), 0.0, -1.0};
+  if (st.er < 0.0) return v;
+  double e = v.x, ee = 0.0;
+  if (row.layernorm) {
+    const double d = v.x - st.k;
+    e = d - st.c;
+    ee = kU * std::fabs(d) * (1 + kU) + st.dc + kU * std::fabs(e);
+  }
+  v.xh = e * st.r;
+  v.err = (kU * std::fabs(v.xh) + (ee + std::fabs(e) * st.er) * st.r) *
+          (1 + 2 * st.er + 4 * kU);
+  return v;
+}
+
+uint16_t RoundedXhatBits(const CrRow& row, const XhatF64& v, CrCache& cache) {
+  const simdnorm_dtype tx = row.x_type;
+  const Bracket br = v.err >= 0.0 ? Decide(tx, v.xh, v.err) : Anywhere(tx);
+  if (br.done) return br.bits;
+  const ExactXhat f = XhatOf(row, Exact(row, cache), v.x);
+  return ExactRound(
+      tx, br.lo, br.hi,
+      [&](const Dyadic& m) { return SignOfRatioMinus(f.p0, f.d, m); },
+      [&] { return XhatZeroBits(row, v.x); });
+}
+
+}  // namespace
+
+double RoundedXhat(const CrRow& row, size_t j, CrCache& cache) {
+  return Value16(row.x_type, RoundedXhatBits(row, XhatInDouble(row, j), cache));
+}
+
+uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
+                              CrCache& cache) {
+  const XhatF64 v = XhatInDouble(row, j);
+  const double x = v.x, xh = v.xh, exh = v.err;
+  const auto exact_xhat = [&] { return XhatOf(row, Exact(row, cache), x); };
+  const simdnorm_dtype ty = row.y_type;
+
+  if (row.round_normalized && row.x_type != SIMDNORM_F32) {
+    // Hugging Face's order: xhat rounded to x_type, then t * g + b.
+    const double t = Value16(row.x_type, RoundedXhatBits(row, v, cache));
+    if (!std::isfinite(g) || !std::isfinite(b)) {
+      const double y = t * g + b;
+      return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
+    }
+    const Bracket br = Decide(ty, std::fma(t, g, b), 0.0);
+    if (br.done) return br.bits;
+    const Dyadic y =
+        Dyadic::FromDouble(t) * Dyadic::FromDouble(g) + Dyadic::FromDouble(b);
+    return ExactRound(
+        ty, br.lo, br.hi, [&](const Dyadic& m) { return y.Compare(m); },
+        [&] { return (t != 0 && g != 0) ? 0x0000 : SignedZero(t * g + b); });
+  }
+
+  if (!std::isfinite(g) || !std::isfinite(b)) {
+    // inf or NaN weights: only xhat's sign (or its zero) matters.
+    int sign = 0;
+    if (exh >= 0.0 && std::fabs(xh) > exh) {
+      sign = xh > 0 ? 1 : -1;
+    } else {
+      sign = exact_xhat().p0.Sign();
+    }
+    const double xz =
+        sign != 0 ? sign : (row.layernorm ? 0.0 : x);  // x is +-0 there
+    const double y = xz * g + b;
+    return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
+  }
+  Bracket br = Anywhere(ty);
+  if (exh >= 0.0) {
+    br = Decide(ty, std::fma(xh, g, b), std::fabs(g) * exh);
+    if (br.done) return br.bits;
+  }
+  const ExactXhat f = exact_xhat();
+  const Dyadic p = f.p0 * Dyadic::FromDouble(g), db = Dyadic::FromDouble(b);
+  return ExactRound(
+      ty, br.lo, br.hi,
+      [&](const Dyadic& m) { return SignOfRatioMinus(p, f.d, m - db); },
+      [&] {
+        // An exact zero: +0 from two nonzero opposite terms, else the IEEE
+        // sign of (+-0) + b.
+        const int s = f.p0.Sign();
+        if (s != 0 && g != 0) return uint16_t{0x0000};
+        const double xz = s != 0 ? s : (row.layernorm ? 0.0 : x);
+        return SignedZero(xz * g + b);
+      });
+}
+
+RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
+                       double q) {
+  const double nd = static_cast<double>(n);
+  // Upper bound of the sum of the computed squares (positive terms).
+  const double q1 = q / (1.0 - Gamma(nd + 1));
+  RowStats st{};
+  if (layernorm) {
+    st.k = k;
+    // sum |d| <= sqrt(n sum d^2) (Cauchy-Schwarz).
+    const double abs_sum = std::sqrt(nd * q1) * (1 + 4 * kU);
+    st.c = s / nd;
+    // The sum's error, and each d's own rounding (|d - (x - k)| <= u|d|).
+    st.dc =
+        (Gamma(nd) + kU) * abs_sum / nd * (1 + 4 * kU) + kU * std::fabs(st.c);
+    const double dq = (Gamma(nd + 1) + 2.01 * kU) * q1;
+    const double second = q / nd;
+    st.v = std::max(second - st.c * st.c, 0.0);
+    st.dv = (dq / nd + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 8 * kU) +
+            4 * kU * (second + st.c * st.c);
+  } else {
+    st.v = q / nd;
+    st.dv = Gamma(nd + 1) * q1 / nd * (1 + 2 * kU) + 2 * kU * st.v;
+  }
+  const double w = st.v + static_cast<double>(eps);
+  st.r = 1.0 / std::sqrt(w);
+  // (1 + t)^(-1/2) is within 0.51 |t| of 1 for |t| <= 2^-20; then the
+  // square root and the division round.
+  const double rho = (st.dv + 2 * kU * w) / w;
+  st.er = (w > 0 && std::isfinite(st.r) && rho <= 0x1p-20) ? 0.51 * rho + 3 * kU
+                                                           : -1.0;
+  return st;
+}
+
+bool ShouldRecenter(bool layernorm, const RowStats& st) {
+  return layernorm && st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-40);
+}
+
+RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
+                        size_t n, float eps) {
+  float k = layernorm ? LoadAsFloat(x, t, 0) : 0.0f;
+  RowStats st{};
+  for (int pass = 0; pass < 2; ++pass) {
+    double s = 0.0, q = 0.0;
+    for (size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(LoadAsFloat(x, t, i)) - k;
+      s += d;
+      q += d * d;
+    }
+    st = StatsFromSums(layernorm, n, eps, k, s, q);
+    if (!ShouldRecenter(layernorm, st)) break;
+    k = static_cast<float>(st.k + st.c);
+  }
+  return st;
+}
+
+float LoadAsFloat(const void* x, simdnorm_dtype t, size_t j) {
+  if (t == SIMDNORM_F32) return static_cast<const float*>(x)[j];
+  const uint16_t b = static_cast<const uint16_t*>(x)[j];
+  return static_cast<float>(Value16(t, b));
+}
+
+uint16_t RoundToBF16Bits(double v) {
+  if (std::isnan(v)) return std::signbit(v) ? 0xFFC0 : 0x7FC0;
+  if (std::isinf(v)) return std::signbit(v) ? 0xFF80 : 0x7F80;
+  const double a = std::fabs(v);
+  double r;
+  if (a >= 0x1p-126) {
+    const double ulp = std::ldexp(1.0, std::ilogb(a) - 7);  // 8 bits
+    r = std::nearbyint(a / ulp) * ulp;
+  } else {
+    r = std::nearbyint(a / 0x1p-133) * 0x1p-133;  // subnormal bf16 spacing
+  }
+  const double kMax = 0x1.FEp127;                         // largest finite bf16
+  float f = r > kMax ? INFINITY : static_cast<float>(r);  // exact: r fits
+  if (std::signbit(v)) f = -f;
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return static_cast<uint16_t>(u >> 16);
+}
+
+uint16_t RoundToF16Bits(double v) {
+  const uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return sign | 0x7E00;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) return sign | 0x7C00;
+  // a rounded to a multiple of the binade's ulp (11 significant bits), or
+  // of 2^-24 below 2^-14 (subnormals). Scaling by a power of 2 is exact.
+  const double ulp =
+      a >= 0x1p-14 ? std::ldexp(1.0, std::ilogb(a) - 10) : 0x1p-24;
+  const double r = std::nearbyint(a / ulp) * ulp;  // <= 65504
+  if (r < 0x1p-14) return sign | static_cast<uint16_t>(r / 0x1p-24);
+  const int e = std::ilogb(r);
+  const int mant = static_cast<int>(std::ldexp(r, 10 - e)) - 1024;
+  return sign | static_cast<uint16_t>(((e + 15) << 10) | mant);
+}
+
+double F16BitsToDouble(uint16_t b) {
+  const int exp = (b >> 10) & 0x1F;
+  const int mant = b & 0x3FF;
+  double v;
+  if (exp == 0x1F) {
+    v = mant ? NAN : INFINITY;
+  } else if (exp == 0) {
+    v = std::ldexp(mant, -24);  // subnormal (or zero)
+  } else {
+    v = std::ldexp(1024 + mant, exp - 25);
+  }
+  return (b & 0x8000) ? -v : v;
+}
+
+}  // namespace internal
+}  // namespace simdnorm

@@ -1,0 +1,89 @@
+// Correctly rounded bf16 and fp16 outputs (docs/accuracy.md, "Correct
+// rounding"): the exact result of the contract rounded once to nearest-even,
+// so every ISA and machine writes the same bits.
+//
+// The kernels compute in fp32 with a per-element error bound and send the
+// few elements whose bound reaches a rounding boundary here. This file
+// decides them: first in double with a rigorous bound (from the row's
+// double statistics and their error bounds, RowStats), and where even that
+// straddles a boundary (an exact tie, or closer than ~1e-15), exactly with
+// dyadic integers (lib/dyadic.h). The float64 reference uses the same code
+// for its 16-bit outputs.
+#ifndef SIMDNORM_LIB_CORRECT_ROUNDING_H_
+#define SIMDNORM_LIB_CORRECT_ROUNDING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "simdnorm/simdnorm.h"
+
+namespace simdnorm {
+namespace internal {
+
+// A row's statistics in double with bounds on their errors against the
+// exact values of the row as given. LayerNorm: c = mean(x - k), v =
+// variance; RMSNorm: k = c = 0, v = mean(x^2). r = 1/sqrt(v + eps), within
+// relative error er of the exact one; er < 0: no usable bound (the row's
+// elements are decided exactly).
+struct RowStats {
+  double k, c, v, dc, dv, r, er;
+};
+
+// RowStats from double sums over the n elements d = x - k (each d computed
+// in double from float x and float k): s = sum d, q = sum d^2, summed in any
+// order. RMSNorm: k = 0 and s unused.
+RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
+                       double q);
+
+// Whether LayerNorm's shift k is so far from the mean that the variance
+// lost more than 2^-40 to cancellation: then k + c is the better shift.
+bool ShouldRecenter(bool layernorm, const RowStats& st);
+
+// One row as the contract sees it (h = x + residual where there is one).
+struct CrRow {
+  bool layernorm;
+  const void* x;  // n elements of x_storage
+  simdnorm_dtype x_storage;
+  simdnorm_dtype x_type;  // the type xhat is rounded to with round_normalized
+  bool round_normalized;
+  simdnorm_dtype y_type;  // BF16 or F16
+  size_t n;
+  float eps;
+  RowStats st;
+};
+
+// The exact sums of a row, made on first need (once per row).
+struct ExactSums;
+struct CrCache {
+  CrCache();
+  ~CrCache();
+  std::unique_ptr<ExactSums> exact;
+};
+
+// Bits of the correctly rounded y_j = xhat_j * g + b (g the fp32 scale,
+// with the offset added; b = beta or -0).
+uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
+                              CrCache& cache);
+
+// xhat_j rounded once to row.x_type (BF16 or F16), as a double: Hugging
+// Face's order rounds it before the scale.
+double RoundedXhat(const CrRow& row, size_t j, CrCache& cache);
+
+// RowStats of a row by a scalar loop (the reference's; the kernels sum in
+// vectors, with the same bounds).
+RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
+                        size_t n, float eps);
+
+// Element j of a row of F32, BF16 or F16 as a float (exact).
+float LoadAsFloat(const void* x, simdnorm_dtype t, size_t j);
+
+// A double rounded once to nearest-even bf16 / binary16 bits.
+uint16_t RoundToBF16Bits(double v);
+uint16_t RoundToF16Bits(double v);
+double F16BitsToDouble(uint16_t b);
+
+}  // namespace internal
+}  // namespace simdnorm
+
+#endif  // SIMDNORM_LIB_CORRECT_ROUNDING_H_

@@ -1,0 +1,436 @@
+// Correctly rounded bf16 and f16 outputs (the default; docs/accuracy.md):
+// every ISA writes the same bytes as the float64 reference, which rounds
+// the exact result once; an independent long double computation agrees
+// wherever it can tell; exact ties (constructed so that the exact result
+// is a midpoint) go to even, near-ties to the right side, and zero results
+// have the documented sign.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "test_util.h"
+
+namespace simdnorm_test {
+namespace {
+
+// A call's inputs as stored: x (and residual) of x_type, weights of p_type.
+struct Inputs {
+  simdnorm_kind kind = SIMDNORM_LAYERNORM;
+  simdnorm_dtype x_type = SIMDNORM_F32, y_type = SIMDNORM_BF16;
+  simdnorm_dtype p_type = SIMDNORM_F32;
+  size_t rows = 0, cols = 0;
+  float eps = 1e-5f, gamma_offset = 0.0f;
+  bool round_normalized = false;
+  std::vector<unsigned char> x, residual, gamma, beta;  // empty: none
+};
+
+std::vector<unsigned char> Store(simdnorm_dtype t,
+                                 const std::vector<float>& v) {
+  std::vector<unsigned char> out(v.size() * ElemSize(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == SIMDNORM_F32) {
+      std::memcpy(&out[4 * i], &v[i], 4);
+    } else {
+      const uint16_t b =
+          t == SIMDNORM_BF16 ? RoundToBf16(v[i]) : RoundToF16(v[i]);
+      std::memcpy(&out[2 * i], &b, 2);
+    }
+  }
+  return out;
+}
+
+double LoadD(simdnorm_dtype t, const std::vector<unsigned char>& v, size_t i) {
+  if (t == SIMDNORM_F32) {
+    float f;
+    std::memcpy(&f, &v[4 * i], 4);
+    return f;
+  }
+  uint16_t b;
+  std::memcpy(&b, &v[2 * i], 2);
+  return HalfToDouble(HalfOf(t), b);
+}
+
+simdnorm_desc Desc(const Inputs& in, void* y) {
+  simdnorm_desc d = {};
+  d.kind = in.kind;
+  d.rows = in.rows;
+  d.cols = in.cols;
+  d.x = in.x.data();
+  d.x_type = in.x_type;
+  d.y = y;
+  d.y_type = in.y_type;
+  d.gamma = in.gamma.empty() ? nullptr : in.gamma.data();
+  d.beta = in.beta.empty() ? nullptr : in.beta.data();
+  d.param_type = in.p_type;
+  d.eps = in.eps;
+  d.max_threads = 1;
+  d.residual = in.residual.empty() ? nullptr : in.residual.data();
+  d.gamma_offset = in.gamma_offset;
+  d.flags = in.round_normalized ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
+  return d;
+}
+
+std::string Describe(const Inputs& in) {
+  return std::string(KindName(in.kind)) + " x=" + DTypeName(in.x_type) +
+         " y=" + DTypeName(in.y_type) + " param=" + DTypeName(in.p_type) +
+         " cols=" + std::to_string(in.cols) +
+         (in.gamma.empty() ? "" : " gamma") + (in.beta.empty() ? "" : " beta") +
+         (in.residual.empty() ? "" : " residual") +
+         (in.round_normalized ? " round_normalized" : "") +
+         " offset=" + std::to_string(in.gamma_offset);
+}
+
+std::vector<uint16_t> Reference(const Inputs& in) {
+  std::vector<uint16_t> y(in.rows * in.cols);
+  const simdnorm_desc d = Desc(in, y.data());
+  EXPECT_EQ(simdnorm_normalize_reference(&d), SIMDNORM_OK);
+  return y;
+}
+
+// Every ISA gives the reference's bytes; returns the reference.
+std::vector<uint16_t> ExpectSameBytesOnEveryIsa(const Inputs& in) {
+  const std::vector<uint16_t> want = Reference(in);
+  for (const std::string& isa : SupportedIsas()) {
+    EXPECT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
+    std::vector<uint16_t> y(want.size(), 0xDEAD);
+    const simdnorm_desc d = Desc(in, y.data());
+    EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+    size_t bad = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      if (y[i] != want[i] && bad++ < 3) {
+        ADD_FAILURE() << isa << " " << Describe(in) << ": element " << i
+                      << " is " << Hex(y[i], 4) << ", reference "
+                      << Hex(want[i], 4);
+      }
+    }
+  }
+  EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK);
+  return want;
+}
+
+// The rounding of v when no boundary is within `margin` of it, else -1.
+int32_t RoundIfClear(Half h, long double v, long double margin) {
+  const uint16_t lo = RoundToHalf(h, static_cast<double>(v - margin));
+  const uint16_t hi = RoundToHalf(h, static_cast<double>(v + margin));
+  if (lo != hi || (v - margin <= 0.0L && v + margin >= 0.0L)) return -1;
+  return lo;
+}
+
+// An independent check in long double (64 or 113 significant bits): the
+// two-pass statistics of the stored row, each output rounded where the
+// long double result is clearly on one side of every boundary. Counts the
+// outputs it could check.
+size_t ExpectOracle(const Inputs& in, const std::vector<uint16_t>& y) {
+  const Half h = HalfOf(in.y_type);
+  const size_t n = in.cols;
+  size_t checked = 0;
+  std::vector<long double> row(n);
+  for (size_t r = 0; r < in.rows; ++r) {
+    for (size_t j = 0; j < n; ++j) {
+      double v = LoadD(in.x_type, in.x, r * n + j);
+      if (!in.residual.empty()) {  // h = x + r rounded once to x_type
+        v += LoadD(in.x_type, in.residual, r * n + j);
+        if (in.x_type != SIMDNORM_F32) {
+          v = HalfToDouble(HalfOf(in.x_type),
+                           RoundToHalf(HalfOf(in.x_type), v));
+        } else {
+          v = static_cast<float>(v);
+        }
+      }
+      row[j] = v;
+    }
+    long double mean = 0.0L, ss = 0.0L;
+    if (in.kind == SIMDNORM_LAYERNORM) {
+      for (long double v : row) mean += v;
+      mean /= n;
+    }
+    for (long double v : row) ss += (v - mean) * (v - mean);
+    const long double r_ = 1.0L / std::sqrt(ss / n + in.eps);
+    for (size_t j = 0; j < n; ++j) {
+      const float g0 = in.gamma.empty()
+                           ? 1.0f
+                           : static_cast<float>(LoadD(in.p_type, in.gamma, j));
+      const float g = in.gamma_offset + g0;  // fp32 sum, as specified
+      const long double b =
+          in.beta.empty() ? 0.0L : LoadD(in.p_type, in.beta, j);
+      const long double v = (row[j] - mean) * r_ * g + b;
+      // Room for the long double sums' own error (the row's magnitude
+      // against its spread: large-mean rows).
+      const long double terms =
+          std::fabs(v) +
+          (std::fabs(row[j]) + std::fabs(mean)) * r_ * std::fabs(g);
+      const long double margin =
+          terms * (8.0L * n * std::numeric_limits<long double>::epsilon()) +
+          std::fabs(v) * 0x1p-50L + 0x1p-140L;
+      const int32_t want = RoundIfClear(h, v, margin);
+      if (want < 0) continue;
+      ++checked;
+      EXPECT_EQ(y[r * n + j], want)
+          << Describe(in) << ": row " << r << " col " << j << " exact ~ "
+          << static_cast<double>(v);
+    }
+  }
+  return checked;
+}
+
+// ------------------------------------------------------------ the tests
+
+const Family kFamilies[] = {Family::kStdNormal, Family::kLargeMean,
+                            Family::kOutliers, Family::kLlm, Family::kTiny};
+
+TEST(CorrectRounding, EveryIsaMatchesTheReferenceAndTheOracle) {
+  const size_t rows = 4;
+  size_t checked = 0, total = 0;
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (const DTypes& t : AllDTypes()) {
+      if (!Is16(t.y)) continue;
+      for (size_t cols : {896u, 897u}) {
+        for (Family f : kFamilies) {
+          Inputs in;
+          in.kind = kind;
+          in.x_type = t.x;
+          in.y_type = t.y;
+          in.p_type = t.param;
+          in.rows = rows;
+          in.cols = cols;
+          in.x = Store(t.x, MakeRows(f, rows, cols, 91u + cols));
+          in.gamma = Store(t.param, ParamData(true, cols));
+          in.beta = Store(t.param, ParamData(false, cols));
+          const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+          checked += ExpectOracle(in, y);
+          total += y.size();
+        }
+      }
+    }
+  }
+  // Nearly all outputs are far enough from a boundary for the oracle.
+  EXPECT_GT(checked, total * 99 / 100);
+}
+
+TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
+  const size_t rows = 3, cols = 897;
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+      for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+        for (int variant = 0; variant < 4; ++variant) {
+          Inputs in;
+          in.kind = kind;
+          in.x_type = xt;
+          in.y_type = yt;
+          in.p_type = xt;
+          in.rows = rows;
+          in.cols = cols;
+          in.x = Store(xt, MakeRows(Family::kLlm, rows, cols, 7u));
+          in.gamma = Store(xt, ParamData(true, cols));
+          if (variant == 0)
+            in.residual =
+                Store(xt, MakeRows(Family::kStdNormal, rows, cols, 8u));
+          if (variant == 1) in.gamma_offset = 1.0f;
+          if (variant == 2) in.round_normalized = true;
+          if (variant == 3) {
+            in.gamma.clear();
+            in.beta = Store(xt, ParamData(false, cols));
+          }
+          const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+          if (!in.round_normalized) ExpectOracle(in, y);
+        }
+      }
+    }
+  }
+}
+
+// Exact results on midpoints: rows of +-1 (LayerNorm with eps 0: mean 0,
+// variance 1; RMSNorm: mean square 1) make xhat = +-1 exactly, so y =
+// +-gamma; gamma is a midpoint between two 16-bit neighbours, or one float
+// step beside it. The answer is the once-rounded double.
+TEST(CorrectRounding, ExactTiesGoToEvenAndNearTiesToTheirSide) {
+  for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+    const Half h = HalfOf(yt);
+    std::vector<float> gamma;
+    Rng rng(5);
+    while (gamma.size() < 4096) {
+      const double v = std::ldexp(1.0 + rng.Uniform(),
+                                  static_cast<int>(rng.Uniform() * 12) - 6);
+      const uint16_t b = RoundToHalf(h, v);
+      const double mid = (HalfToDouble(h, b) + HalfToDouble(h, b + 1)) / 2;
+      const float m = static_cast<float>(mid);  // exact
+      gamma.push_back(m);
+      gamma.push_back(std::nextafter(m, 0.0f));
+      gamma.push_back(std::nextafter(m, 1e9f));
+      gamma.push_back(-m);
+    }
+    const size_t cols = gamma.size();
+    std::vector<float> x(cols);
+    for (size_t j = 0; j < cols; ++j) x[j] = j % 2 ? -1.0f : 1.0f;
+    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      Inputs in;
+      in.kind = kind;
+      in.y_type = yt;
+      in.rows = 1;
+      in.cols = cols;
+      in.eps = 0.0f;
+      in.x = Store(SIMDNORM_F32, x);
+      in.gamma = Store(SIMDNORM_F32, gamma);
+      const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+      for (size_t j = 0; j < cols; ++j) {
+        const double exact = static_cast<double>(x[j]) * gamma[j];
+        ASSERT_EQ(y[j], RoundToHalf(h, exact))
+            << KindName(kind) << " " << DTypeName(yt) << " col " << j
+            << ": exact " << exact;
+      }
+    }
+  }
+  // The example of the issue: LayerNorm of [0, 0, 0, 4] with eps 1 is
+  // [-1/2, -1/2, -1/2, 3/2] exactly; times 2.0078125, -(1 + 2^-8) is a bf16
+  // midpoint (to -1) and 3.01171875 is not (to 3.015625).
+  Inputs in;
+  in.y_type = SIMDNORM_BF16;
+  in.rows = 1;
+  in.cols = 4;
+  in.eps = 1.0f;
+  in.x = Store(SIMDNORM_F32, {0.0f, 0.0f, 0.0f, 4.0f});
+  in.gamma = Store(SIMDNORM_F32, std::vector<float>(4, 2.0078125f));
+  const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+  EXPECT_EQ(y[0], 0xBF80u);
+  EXPECT_EQ(y[3], RoundToBf16(3.01171875));
+  EXPECT_EQ(y[3], 0x4041u);
+}
+
+// Near-ties from real rows: gamma chosen so that xhat * gamma lands within
+// a float step or two of a midpoint, where the fp32 result may fall on
+// either side; every ISA must agree with the reference and the oracle.
+TEST(CorrectRounding, NearTiesOfRealRows) {
+  const size_t rows = 6, cols = 1024;
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+      const Half h = HalfOf(yt);
+      const std::vector<float> x = MakeRows(Family::kStdNormal, 1, cols, 3u);
+      // xhat of the row, from the float64 reference.
+      simdnorm_desc d = {};
+      d.kind = kind;
+      d.rows = 1;
+      d.cols = cols;
+      d.x = x.data();
+      d.eps = 1e-5f;
+      std::vector<float> unused(cols);
+      d.y = unused.data();
+      std::vector<double> out(cols), xhat(cols);
+      ASSERT_EQ(simdnorm::reference_f64(&d, sizeof(d), out.data(), xhat.data()),
+                simdnorm::Status::kOk);
+      Rng rng(11);
+      for (size_t r = 0; r < rows; ++r) {
+        std::vector<float> gamma(cols);
+        for (size_t j = 0; j < cols; ++j) {
+          const double target = xhat[j] * (0.5 + 3 * rng.Uniform());
+          const uint16_t b = RoundToHalf(h, std::fabs(target));
+          const double mid = (HalfToDouble(h, b) + HalfToDouble(h, b + 1)) / 2;
+          gamma[j] = static_cast<float>(std::copysign(mid, target) / xhat[j]);
+        }
+        Inputs in;
+        in.kind = kind;
+        in.y_type = yt;
+        in.rows = 1;
+        in.cols = cols;
+        in.x = Store(SIMDNORM_F32, x);
+        in.gamma = Store(SIMDNORM_F32, gamma);
+        ExpectOracle(in, ExpectSameBytesOnEveryIsa(in));
+      }
+    }
+  }
+}
+
+// Zero results: +0 when xhat * scale is not zero (here y = gamma - gamma),
+// else the IEEE sign of (xhat * scale) + beta with xhat = +0 for
+// LayerNorm's x equal to the mean, x * (+r) for RMSNorm, missing beta -0.
+TEST(CorrectRounding, SignsOfZero) {
+  for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+    // A constant row: xhat = +0.
+    Inputs in;
+    in.y_type = yt;
+    in.rows = 1;
+    in.cols = 4;
+    in.x = Store(SIMDNORM_F32, std::vector<float>(4, 5.0f));
+    in.gamma = Store(SIMDNORM_F32, {1.0f, -1.0f, 0.0f, -0.0f});
+    std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_EQ(y, (std::vector<uint16_t>{0x0000, 0x8000, 0x0000, 0x8000}));
+    in.beta = Store(SIMDNORM_F32, {0.0f, 0.0f, -0.0f, -0.0f});
+    y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_EQ(y, (std::vector<uint16_t>{0x0000, 0x0000, 0x0000, 0x8000}));
+    // RMSNorm of -0 and +0 elements: xhat keeps x's sign.
+    in.kind = SIMDNORM_RMSNORM;
+    in.x = Store(SIMDNORM_F32, {-0.0f, 0.0f, 3.0f, -0.0f});
+    in.gamma = Store(SIMDNORM_F32, {2.0f, 2.0f, 1.0f, -2.0f});
+    in.beta.clear();
+    y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_EQ(y[0], 0x8000u);
+    EXPECT_EQ(y[1], 0x0000u);
+    EXPECT_EQ(y[3], 0x0000u);
+    // Opposite nonzero terms: xhat = +-1 exactly, beta = -xhat * gamma.
+    in.kind = SIMDNORM_LAYERNORM;
+    in.eps = 0.0f;
+    in.cols = 64;
+    std::vector<float> x(64), g(64), b(64);
+    for (size_t j = 0; j < 64; ++j) {
+      x[j] = j % 2 ? -1.0f : 1.0f;
+      g[j] = 0.375f * static_cast<float>(j + 1) * (j % 3 ? 1.0f : -1.0f);
+      b[j] = -x[j] * g[j];
+    }
+    in.x = Store(SIMDNORM_F32, x);
+    in.gamma = Store(SIMDNORM_F32, g);
+    in.beta = Store(SIMDNORM_F32, b);
+    y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_EQ(y, std::vector<uint16_t>(64, 0x0000));
+  }
+}
+
+// In place (y = x, bf16 and f16): the same bytes as out of place.
+TEST(CorrectRounding, InPlace) {
+  const size_t rows = 5, cols = 897;
+  for (simdnorm_dtype t : {SIMDNORM_BF16, SIMDNORM_F16}) {
+    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      Inputs in;
+      in.kind = kind;
+      in.x_type = t;
+      in.y_type = t;
+      in.p_type = t;
+      in.rows = rows;
+      in.cols = cols;
+      in.x = Store(t, MakeRows(Family::kLlm, rows, cols, 4u));
+      in.gamma = Store(t, ParamData(true, cols));
+      const std::vector<uint16_t> want = Reference(in);
+      for (const std::string& isa : SupportedIsas()) {
+        ASSERT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
+        std::vector<unsigned char> buf = in.x;
+        simdnorm_desc d = Desc(in, buf.data());
+        d.x = buf.data();
+        ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        EXPECT_EQ(std::memcmp(buf.data(), want.data(), buf.size()), 0)
+            << isa << " " << Describe(in);
+      }
+      EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK);
+    }
+  }
+}
+
+// SIMDNORM_FAST_ROUNDING: the fp32 result rounded to 16 bits, within one
+// ulp of the correctly rounded one.
+TEST(CorrectRounding, FastRoundingIsWithinOneUlp) {
+  const size_t rows = 4, cols = 896;
+  Inputs in;
+  in.rows = rows;
+  in.cols = cols;
+  in.x = Store(SIMDNORM_F32, MakeRows(Family::kStdNormal, rows, cols, 9u));
+  in.gamma = Store(SIMDNORM_F32, ParamData(true, cols));
+  const std::vector<uint16_t> want = Reference(in);
+  std::vector<uint16_t> y(want.size());
+  simdnorm_desc d = Desc(in, y.data());
+  d.flags = SIMDNORM_FAST_ROUNDING;
+  ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+  for (size_t i = 0; i < y.size(); ++i) {
+    ASSERT_LE(std::abs(Bf16UlpDistance(y[i], want[i])), 1) << i;
+  }
+}
+
+}  // namespace
+}  // namespace simdnorm_test
