@@ -1,0 +1,51 @@
+// The help layout both tools share on CLI11: the usage line, the
+// description, the options (grouped, in their order, the value as its type
+// name says: "--cols N[,N]"), the footer.
+#ifndef SIMDNORM_TOOLS_COMMON_CLI_H_
+#define SIMDNORM_TOOLS_COMMON_CLI_H_
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+
+namespace simdnorm_tools {
+
+class HelpFormatter : public CLI::Formatter {
+ public:
+  HelpFormatter() { column_width(25); }
+  std::string make_description(const CLI::App*) const override { return ""; }
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    return "Usage: " + name + " [options]\n\n" + app->get_description() + "\n";
+  }
+  std::string make_option_opts(const CLI::Option* o) const override {
+    return o->get_type_name().empty() ? "" : " " + o->get_type_name();
+  }
+};
+
+// A whole decimal number, nothing around it.
+inline bool ParseSize(const std::string& s, size_t* v) {
+  const char* end = s.data() + s.size();
+  const auto r = std::from_chars(s.data(), end, *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == end;
+}
+
+// Each value (of a comma-separated list) a whole number in lo..hi.
+inline CLI::Validator SizeIn(size_t lo, size_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        size_t v;
+        if (ParseSize(s, &v) && v >= lo && v <= hi) return "";
+        return "'" + s + "' is not a number " +
+               (hi == SIZE_MAX
+                    ? ">= " + std::to_string(lo)
+                    : "in " + std::to_string(lo) + ".." + std::to_string(hi));
+      },
+      "");
+}
+
+}  // namespace simdnorm_tools
+
+#endif  // SIMDNORM_TOOLS_COMMON_CLI_H_
