@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace simdnorm_tools {
 
@@ -44,6 +45,28 @@ inline CLI::Validator SizeIn(size_t lo, size_t hi) {
                     : "in " + std::to_string(lo) + ".." + std::to_string(hi));
       },
       "");
+}
+
+// A comma-separated list option: `parse` converts each element into *out
+// (which the given list replaces); an element it rejects is a usage error
+// "NAME: 'ELEMENT' is not WHAT".
+template <class T, class Parse>
+CLI::Option* AddList(CLI::App* app, const std::string& name,
+                     std::vector<T>* out, Parse parse, const std::string& what,
+                     const std::string& help) {
+  const std::string shown = name.substr(0, name.find(','));
+  auto convert = [=](const std::vector<std::string>& v) {
+    out->clear();
+    for (const std::string& s : v) {
+      T t;
+      if (!parse(s, &t)) {
+        throw CLI::ValidationError(shown, "'" + s + "' is not " + what);
+      }
+      out->push_back(t);
+    }
+  };
+  return app->add_option_function<std::vector<std::string>>(name, convert, help)
+      ->delimiter(',');
 }
 
 }  // namespace simdnorm_tools

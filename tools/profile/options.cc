@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <memory>
 
 #include "common/cli.h"
@@ -13,6 +12,7 @@
 namespace simdnorm_profile {
 namespace {
 
+using simdnorm_tools::AddList;
 using simdnorm_tools::ParseSize;
 
 constexpr const char* kDescription =
@@ -51,6 +51,18 @@ bool ParseDType(const std::string& s, simdnorm_dtype* t) {
     return true;
   }
   return false;
+}
+
+bool ParseKind(const std::string& s, simdnorm_kind* k) {
+  const char* c = s.c_str();
+  if (strcasecmp(c, "layernorm") == 0 || strcasecmp(c, "ln") == 0) {
+    *k = SIMDNORM_LAYERNORM;
+  } else if (strcasecmp(c, "rmsnorm") == 0 || strcasecmp(c, "rms") == 0) {
+    *k = SIMDNORM_RMSNORM;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 bool ParseDTypes(const std::string& s, DTypes* t) {
@@ -172,22 +184,6 @@ int ParseOptions(int argc, char** argv, Options* o) {
   app.footer(kFooter);
   app.set_help_flag();
   app.option_defaults()->disable_flag_override();  // no "--strict=0"
-  // A comma-separated list whose elements `parse` converts (or rejects).
-  auto list = [&](const char* name,
-                  std::function<void(const std::string&)> parse,
-                  const char* help) {
-    return app
-        .add_option_function<std::vector<std::string>>(
-            name,
-            [parse](const std::vector<std::string>& v) {
-              for (const std::string& p : v) {
-                if (!p.empty()) parse(p);
-              }
-            },
-            help)
-        ->delimiter(',');
-  };
-  auto bad = [](const std::string& what) { throw CLI::ValidationError(what); };
   const CLI::Validator positive = simdnorm_tools::SizeIn(1, SIZE_MAX);
   app.add_option("--cols", o->cols, "hidden sizes (default 896)")
       ->delimiter(',')
@@ -202,75 +198,39 @@ int ParseOptions(int argc, char** argv, Options* o) {
                  "simdnorm_isa_name on this machine)")
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
-  std::vector<simdnorm_kind> kinds;
-  list(
-      "--kind",
-      [&](const std::string& p) {
-        if (strcasecmp(p.c_str(), "layernorm") == 0 ||
-            strcasecmp(p.c_str(), "ln") == 0) {
-          kinds.push_back(SIMDNORM_LAYERNORM);
-        } else if (strcasecmp(p.c_str(), "rmsnorm") == 0 ||
-                   strcasecmp(p.c_str(), "rms") == 0) {
-          kinds.push_back(SIMDNORM_RMSNORM);
-        } else {
-          bad("unknown kind '" + p + "'");
-        }
-      },
-      "layernorm, rmsnorm (default both)")
+  AddList(&app, "--kind", &o->kinds, ParseKind, "layernorm or rmsnorm",
+          "layernorm, rmsnorm (default both)")
       ->type_name("K[,K]");
-  std::vector<DTypes> dtypes;
-  list(
-      "--dtype,--dtypes",
-      [&](const std::string& p) {
-        DTypes t;
-        if (!ParseDTypes(p, &t)) bad("unknown dtype '" + p + "'");
-        dtypes.push_back(t);
-      },
-      "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
-      "parameter types, e.g. bf16:f32 (P = Y when\n"
-      "left out) (default f32,bf16; --dtypes too)")
+  AddList(&app, "--dtype,--dtypes", &o->dtypes, ParseDTypes,
+          "f32, bf16, f16 or X:Y[:P] of them",
+          "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
+          "parameter types, e.g. bf16:f32 (P = Y when\n"
+          "left out) (default f32,bf16; --dtypes too)")
       ->type_name("T[,T...]");
-  std::vector<Variant> variants;
-  list(
-      "--variant",
-      [&](const std::string& p) {
-        Variant var;
-        if (!ParseVariant(p, &var)) {
-          bad("unknown variant '" + p +
-              "' (plain, or fused-add, gemma, hf-round, int8, int8-gN "
-              "joined with '+')");
-        }
-        variants.push_back(var);
-      },
-      "plain, fused-add (residual in, sum_out out),\n"
-      "gemma (gamma_offset 1), hf-round\n"
-      "(ROUND_NORMALIZED), int8 (y int8, a scale per\n"
-      "row), int8-gN (a scale per N elements); join\n"
-      "with '+', e.g. fused-add+int8 (default plain;\n"
-      "this or --kind, --dtype, --cols, --rows drops\n"
-      "the default fused-add line)")
+  AddList(&app, "--variant", &o->variants, ParseVariant,
+          "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with "
+          "'+'",
+          "plain, fused-add (residual in, sum_out out),\n"
+          "gemma (gamma_offset 1), hf-round\n"
+          "(ROUND_NORMALIZED), int8 (y int8, a scale per\n"
+          "row), int8-gN (a scale per N elements); join\n"
+          "with '+', e.g. fused-add+int8 (default plain;\n"
+          "this or --kind, --dtype, --cols, --rows drops\n"
+          "the default fused-add line)")
       ->type_name("V[,V...]");
   app.add_option("--threads", o->threads,
                  "max_threads values; 0 = all (default 1,0)")
       ->delimiter(',')
       ->check(simdnorm_tools::SizeIn(0, SIZE_MAX))
       ->type_name("N[,N]");
-  std::vector<Offset> offsets;
-  list(
-      "--offset",
-      [&](const std::string& p) {
-        Offset off;
-        if (!ParseOffset(p, &off)) {
-          bad("bad offset '" + p + "' (X or X:Y, multiples of 4 below 64)");
-        }
-        offsets.push_back(off);
-      },
-      "where the buffers start, in bytes past a 64-byte\n"
-      "line: x (and gamma, beta, residual, sum_out) at\n"
-      "X, y at Y (Y = X when left out); multiples of 4\n"
-      "below 64; every configuration runs at each\n"
-      "(default 0,16: aligned, and 16 bytes off as the\n"
-      "rows of a std::vector are)")
+  AddList(&app, "--offset", &o->offsets, ParseOffset,
+          "X or X:Y, multiples of 4 below 64",
+          "where the buffers start, in bytes past a 64-byte\n"
+          "line: x (and gamma, beta, residual, sum_out) at\n"
+          "X, y at Y (Y = X when left out); multiples of 4\n"
+          "below 64; every configuration runs at each\n"
+          "(default 0,16: aligned, and 16 bytes off as the\n"
+          "rows of a std::vector are)")
       ->type_name("X[:Y][,...]");
   app.add_option("--reps", o->reps,
                  "timed batches per measurement (default 9);\n"
@@ -328,10 +288,6 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if (app.count("--json") && o->json.empty()) o->json = "-";
   if (app.count("--csv") && o->csv.empty()) o->csv = "-";
   if (app.count("--markdown") && o->markdown.empty()) o->markdown = "-";
-  if (!kinds.empty()) o->kinds = kinds;
-  if (!dtypes.empty()) o->dtypes = dtypes;
-  if (!variants.empty()) o->variants = variants;
-  if (!offsets.empty()) o->offsets = offsets;
   for (const char* name :
        {"--cols", "--rows", "--kind", "--dtype", "--variant"}) {
     if (app.count(name)) o->fused_line = false;
@@ -339,10 +295,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
   o->peers = !no_peers;
   o->check = !no_check;
   if (o->cols.empty() || o->rows.empty() || o->threads.empty() ||
-      (app.count("--kind") && kinds.empty()) ||
-      (app.count("--dtype") && dtypes.empty()) ||
-      (app.count("--variant") && variants.empty()) ||
-      (app.count("--offset") && offsets.empty())) {
+      o->kinds.empty() || o->dtypes.empty() || o->variants.empty() ||
+      o->offsets.empty()) {
     return Fail("an option needs a value");
   }
   const int to_stdout =
