@@ -76,10 +76,7 @@ int run_main(int argc, char** argv) {
   Options opt;
   std::string err;
   if (!parse_options(argc, argv, &opt, &err)) return usage_error(err);
-  if (opt.help) {
-    print_usage(std::cout);
-    return 0;
-  }
+  if (opt.help) return 0;
 
   RunConfig cfg;
   ReportMeta meta;

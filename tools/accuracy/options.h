@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,9 +49,8 @@ struct Options {
 };
 
 // Parses argv; returns false with a message in *error on a usage error.
+// With -h or --help, prints the help on stdout and sets opt->help.
 bool parse_options(int argc, char** argv, Options* opt, std::string* error);
-
-void print_usage(std::ostream& os);
 
 // The 8 combinations of f32 and bf16, x major: f32/f32/f32, f32/f32/bf16,
 // f32/bf16/f32, ...
