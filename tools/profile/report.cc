@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+
+#include "common/json.h"
 
 namespace simdnorm_profile {
 namespace {
@@ -74,13 +75,9 @@ std::string Sig3(double v) {
   return Fixed(v, a >= 100 ? 0 : (a >= 10 ? 1 : (a >= 1 ? 2 : 3)));
 }
 
-using Json = nlohmann::ordered_json;
+using simdnorm_tools::Json;
 
-// Six significant digits (what the report has always written), or null.
-Json JsonNumber(double v) {
-  if (!std::isfinite(v)) return nullptr;
-  return std::stod(fmt::format("{:.6g}", v));
-}
+Json JsonNumber(double v) { return simdnorm_tools::JsonNumber(v, 6); }
 
 Json JsonStringOrNull(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
@@ -323,7 +320,7 @@ void WriteJson(std::FILE* f, const Meta& m,
         {"y_offset", c.offset.y},
     });
   }
-  fmt::print(f, "{}\n", j.dump(2, ' ', false, Json::error_handler_t::replace));
+  std::fputs(simdnorm_tools::JsonDump(j).c_str(), f);
 }
 
 void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
