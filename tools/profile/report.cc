@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/json.h"
+#include "common/text.h"
 
 namespace simdnorm_profile {
 namespace {
@@ -75,45 +76,13 @@ std::string Sig3(double v) {
   return Fixed(v, a >= 100 ? 0 : (a >= 10 ? 1 : (a >= 1 ? 2 : 3)));
 }
 
+using simdnorm_tools::CsvField;
 using simdnorm_tools::Json;
 
 Json JsonNumber(double v) { return simdnorm_tools::JsonNumber(v, 6); }
 
 Json JsonStringOrNull(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
-}
-
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string XmlText(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
 }
 
 const char* TypeName(ImplType t) {
@@ -412,7 +381,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
   if (!m.machine.emulated.empty())
     sub += " - EMULATED: not performance figures";
   std::fprintf(f, "<text x=\"%.0f\" y=\"40\" fill=\"#444\">%s</text>\n", left,
-               XmlText(sub).c_str());
+               simdnorm_tools::XmlEscape(sub).c_str());
   // Axis and grid.
   for (int i = 0; i <= ticks; ++i) {
     const double v = step * i;
@@ -445,7 +414,8 @@ void WriteSvg(std::FILE* f, const Meta& m,
                    "height=\"%.1f\" fill=\"%s\"><title>%s: %s GB/s, %s "
                    "ns/row</title></rect>\n",
                    x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1,
-                   h, color(row.r->name).c_str(), XmlText(row.r->name).c_str(),
+                   h, color(row.r->name).c_str(),
+                   simdnorm_tools::XmlEscape(row.r->name).c_str(),
                    Sig3(row.gbps).c_str(), Sig3(row.ns_row).c_str());
     }
     const Config& cf = c.config;
@@ -461,7 +431,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
                    "font-size=\"10\">%s</text>\n",
                    x0 + group_w / 2, top + plot_h + 14 + 13 * i,
-                   XmlText(lines[i]).c_str());
+                   simdnorm_tools::XmlEscape(lines[i]).c_str());
     }
   }
   // Legend.
@@ -472,7 +442,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
                  "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
                  lx, ly, color(s).c_str(), lx + 16, ly + 10,
-                 XmlText(s).c_str());
+                 simdnorm_tools::XmlEscape(s).c_str());
     lx += 28 + 7.0 * static_cast<double>(s.size());
   }
   std::fprintf(f, "</svg>\n");
