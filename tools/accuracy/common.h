@@ -10,10 +10,15 @@
 #include <cstring>
 #include <string>
 
+#include "common/variant.h"
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {
+
+using simdnorm_tools::default_variants;
+using simdnorm_tools::parse_variant;
+using simdnorm_tools::Variant;
 
 // The core's contract, checked on every library row (never loosened here).
 constexpr double kF32MaxScaledUlps = 32.0;

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "common.h"
-#include "variant.h"
 
 namespace simdnorm_accuracy {
 

@@ -121,55 +121,6 @@ std::string DTypesName(const DTypes& t) {
          DTypeName(t.param);
 }
 
-std::string Variant::Name() const {
-  std::string s;
-  auto add = [&](const std::string& f) { s += (s.empty() ? "" : "+") + f; };
-  if (fused_add) add("fused-add");
-  if (gemma) add("gemma");
-  if (hf_round) add("hf-round");
-  if (int8) add(quant_group ? "int8-g" + std::to_string(quant_group) : "int8");
-  return s.empty() ? "plain" : s;
-}
-
-bool ParseVariant(const std::string& s, Variant* v) {
-  Variant out;
-  if (strcasecmp(s.c_str(), "plain") == 0) {
-    *v = out;
-    return true;
-  }
-  size_t start = 0;
-  for (;;) {
-    const size_t end = s.find('+', start);
-    const std::string f =
-        s.substr(start, end == std::string::npos ? end : end - start);
-    bool* flag = nullptr;
-    if (f == "fused-add") {
-      flag = &out.fused_add;
-    } else if (f == "gemma") {
-      flag = &out.gemma;
-    } else if (f == "hf-round") {
-      flag = &out.hf_round;
-    } else if (f == "int8" || f.rfind("int8-g", 0) == 0) {
-      flag = &out.int8;
-      if (f != "int8") {
-        size_t g;
-        if (!ParseSize(f.substr(6), &g) || g == 0 || g > (size_t{1} << 24)) {
-          return false;
-        }
-        out.quant_group = g;
-      }
-    } else {
-      return false;
-    }
-    if (*flag) return false;  // repeated
-    *flag = true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  *v = out;
-  return true;
-}
-
 std::string OffsetName(const Offset& o) {
   return std::to_string(o.x) + (o.x == o.y ? "" : ":" + std::to_string(o.y));
 }
@@ -207,7 +158,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
           "parameter types, e.g. bf16:f32 (P = Y when\n"
           "left out) (default f32,bf16; --dtypes too)")
       ->type_name("T[,T...]");
-  AddList(&app, "--variant", &o->variants, ParseVariant,
+  AddList(&app, "--variant", &o->variants, parse_variant,
           "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with "
           "'+'",
           "plain, fused-add (residual in, sum_out out),\n"

@@ -127,7 +127,7 @@ bool AnyOffset(const std::vector<ConfigResult>& results) {
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
   std::string k = KindName(c.kind);
-  if (!c.variant.plain()) k += " " + c.variant.Name();
+  if (!c.variant.plain()) k += " " + c.variant.name();
   return k;
 }
 
@@ -281,7 +281,7 @@ void WriteJson(std::FILE* f, const Meta& m,
         {"err_ok", r.err_ok},
         {"error", JsonStringOrNull(r.error)},
         {"note", JsonStringOrNull(r.note)},
-        {"variant", c.variant.Name()},
+        {"variant", c.variant.name()},
         {"impl_bytes_per_call", r.bytes ? r.bytes : row.c->moved_bytes},
         {"vs_unfused", JsonNumber(row.vs_unfused)},
         {"err_detail", JsonStringOrNull(r.err_detail)},
@@ -314,7 +314,7 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
                num(row.ns_row), num(row.gbps), num(row.of_memcpy),
                num(row.vs_loop), num(row.vs_onednn),
                num(r.err_ulp < 0 ? NAN : r.err_ulp), CsvField(r.error),
-               c.variant.Name(), r.bytes ? r.bytes : row.c->moved_bytes,
+               c.variant.name(), r.bytes ? r.bytes : row.c->moved_bytes,
                num(row.vs_unfused), c.offset.x, c.offset.y);
   }
 }
@@ -422,7 +422,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
     const std::string lines[3] = {
         std::string(cf.kind == SIMDNORM_RMSNORM ? "RMS " : "LN ") +
             DTypesName(cf.dtypes) +
-            (cf.variant.plain() ? "" : " " + cf.variant.Name()),
+            (cf.variant.plain() ? "" : " " + cf.variant.name()),
         std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
         ThreadsName(cf.threads) + " thr" +
             (cf.offset.zero() ? "" : " +" + OffsetName(cf.offset))};

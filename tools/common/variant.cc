@@ -1,9 +1,9 @@
-#include "variant.h"
+#include "common/variant.h"
 
 #include <cerrno>
 #include <cstdlib>
 
-namespace simdnorm_accuracy {
+namespace simdnorm_tools {
 
 std::string Variant::name() const {
   std::string s;
@@ -71,4 +71,4 @@ std::vector<Variant> default_variants() {
   return out;
 }
 
-}  // namespace simdnorm_accuracy
+}  // namespace simdnorm_tools

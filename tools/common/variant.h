@@ -1,15 +1,15 @@
-// The engine variants of issue #7 that simdnorm-accuracy checks beside the
-// plain call: fused residual add, Gemma's gamma offset, Hugging Face's
-// rounding order and int8 output. A variant is a set of these features;
-// `--variant fused-add+int8` combines them.
-#ifndef SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
-#define SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
+// The engine variants of issue #7 that both tools run beside the plain
+// call: fused residual add, Gemma's gamma offset, Hugging Face's rounding
+// order and int8 output. A variant is a set of these features; `--variant
+// fused-add+int8` combines them.
+#ifndef SIMDNORM_TOOLS_COMMON_VARIANT_H_
+#define SIMDNORM_TOOLS_COMMON_VARIANT_H_
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
-namespace simdnorm_accuracy {
+namespace simdnorm_tools {
 
 struct Variant {
   bool fused_add = false;  // residual given: h = x + residual, to sum_out
@@ -34,6 +34,6 @@ bool parse_variant(const std::string& s, Variant* v);
 // The default list: plain, fused-add, gemma, hf-round, int8, int8-g128.
 std::vector<Variant> default_variants();
 
-}  // namespace simdnorm_accuracy
+}  // namespace simdnorm_tools
 
-#endif  // SIMDNORM_TOOLS_ACCURACY_VARIANT_H_
+#endif  // SIMDNORM_TOOLS_COMMON_VARIANT_H_
