@@ -9,23 +9,6 @@
 #include "common/cli.h"
 
 namespace simdnorm_accuracy {
-namespace {
-
-bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
-  if (s == "f32" || s == "fp32" || s == "float") {
-    *t = SIMDNORM_F32;
-  } else if (s == "bf16") {
-    *t = SIMDNORM_BF16;
-  } else if (s == "f16" || s == "fp16" || s == "half") {
-    *t = SIMDNORM_F16;
-  } else {
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 const std::vector<size_t>& default_cols() {
   static const std::vector<size_t> kCols = {896, 4096, 1001};
   return kCols;

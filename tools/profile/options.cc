@@ -35,24 +35,6 @@ constexpr const char* kFooter =
     "unfused' = the peer's time / this implementation's time (above 1 =\n"
     "faster than the peer).";
 
-bool ParseDType(const std::string& s, simdnorm_dtype* t) {
-  if (strcasecmp(s.c_str(), "f32") == 0 || strcasecmp(s.c_str(), "fp32") == 0 ||
-      strcasecmp(s.c_str(), "float") == 0) {
-    *t = SIMDNORM_F32;
-    return true;
-  }
-  if (strcasecmp(s.c_str(), "bf16") == 0) {
-    *t = SIMDNORM_BF16;
-    return true;
-  }
-  if (strcasecmp(s.c_str(), "f16") == 0 || strcasecmp(s.c_str(), "fp16") == 0 ||
-      strcasecmp(s.c_str(), "half") == 0) {
-    *t = SIMDNORM_F16;
-    return true;
-  }
-  return false;
-}
-
 bool ParseKind(const std::string& s, simdnorm_kind* k) {
   const char* c = s.c_str();
   if (strcasecmp(c, "layernorm") == 0 || strcasecmp(c, "ln") == 0) {
@@ -76,11 +58,11 @@ bool ParseDTypes(const std::string& s, DTypes* t) {
     start = end + 1;
   }
   if (parts.empty() || parts.size() > 3) return false;
-  if (!ParseDType(parts[0], &t->x)) return false;
+  if (!parse_dtype(parts[0], &t->x)) return false;
   t->y = t->x;
-  if (parts.size() >= 2 && !ParseDType(parts[1], &t->y)) return false;
+  if (parts.size() >= 2 && !parse_dtype(parts[1], &t->y)) return false;
   t->param = t->y;
-  if (parts.size() == 3 && !ParseDType(parts[2], &t->param)) return false;
+  if (parts.size() == 3 && !parse_dtype(parts[2], &t->param)) return false;
   return true;
 }
 
@@ -102,31 +84,14 @@ int Fail(const std::string& msg) {
 
 }  // namespace
 
-const char* DTypeName(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_BF16:
-      return "bf16";
-    case SIMDNORM_F16:
-      return "f16";
-    case SIMDNORM_I8:
-      return "i8";
-    default:
-      return "f32";
-  }
-}
-
 std::string DTypesName(const DTypes& t) {
-  if (t.x == t.y && t.y == t.param) return DTypeName(t.x);
-  return std::string(DTypeName(t.x)) + ":" + DTypeName(t.y) + ":" +
-         DTypeName(t.param);
+  if (t.x == t.y && t.y == t.param) return dtype_name(t.x);
+  return std::string(dtype_name(t.x)) + ":" + dtype_name(t.y) + ":" +
+         dtype_name(t.param);
 }
 
 std::string OffsetName(const Offset& o) {
   return std::to_string(o.x) + (o.x == o.y ? "" : ":" + std::to_string(o.y));
-}
-
-const char* KindName(simdnorm_kind k) {
-  return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
 }
 
 int ParseOptions(int argc, char** argv, Options* o) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/variant.h"
+#include "common/vocabulary.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm_profile {
@@ -20,9 +20,10 @@ struct DTypes {
 
 // "f32", "bf16" when all three agree, else "x:y:param" ("bf16:f32:f32").
 std::string DTypesName(const DTypes& t);
-const char* DTypeName(simdnorm_dtype t);  // "f32", "bf16", "f16", "i8"
-const char* KindName(simdnorm_kind k);
 
+using simdnorm_tools::dtype_name;
+using simdnorm_tools::kind_name;
+using simdnorm_tools::parse_dtype;
 using simdnorm_tools::parse_variant;
 using simdnorm_tools::Variant;
 

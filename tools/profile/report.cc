@@ -126,7 +126,7 @@ bool AnyOffset(const std::vector<ConfigResult>& results) {
 
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
-  std::string k = KindName(c.kind);
+  std::string k = kind_name(c.kind);
   if (!c.variant.plain()) k += " " + c.variant.name();
   return k;
 }
@@ -260,10 +260,10 @@ void WriteJson(std::FILE* f, const Meta& m,
     const ImplResult& r = *row.r;
     const bool ok = r.error.empty();
     j["results"].push_back({
-        {"kind", KindName(c.kind)},
-        {"x_type", DTypeName(c.dtypes.x)},
-        {"y_type", DTypeName(c.dtypes.y)},
-        {"param_type", DTypeName(c.dtypes.param)},
+        {"kind", kind_name(c.kind)},
+        {"x_type", dtype_name(c.dtypes.x)},
+        {"y_type", dtype_name(c.dtypes.y)},
+        {"param_type", dtype_name(c.dtypes.param)},
         {"cols", c.cols},
         {"rows", c.rows},
         {"threads", c.threads},
@@ -305,9 +305,9 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
     const bool ok = r.error.empty();
-    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},", KindName(c.kind),
-               DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
-               DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
+    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},", kind_name(c.kind),
+               dtype_name(c.dtypes.x), dtype_name(c.dtypes.y),
+               dtype_name(c.dtypes.param), c.cols, c.rows, c.threads,
                CsvField(r.name), TypeName(r.type), row.c->moved_bytes);
     fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                num(ok ? r.median_ns : NAN), num(ok ? r.min_ns : NAN),
