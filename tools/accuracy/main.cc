@@ -2,7 +2,6 @@
 // float64 reference and beside textbook shortcuts; checks the core's bounds.
 // See docs/accuracy.md and --help.
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -26,12 +25,6 @@ int usage_error(const std::string& msg) {
   std::cerr << "simdnorm-accuracy: " << msg
             << "\nTry 'simdnorm-accuracy --help'.\n";
   return kExitUsage;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // The values in their first order, repeats dropped.
@@ -75,7 +68,11 @@ class Sink {
 int run_main(int argc, char** argv) {
   Options opt;
   std::string err;
-  if (!parse_options(argc, argv, &opt, &err)) return usage_error(err);
+  // ISAs: the library's names, best first, optionally filtered.
+  const std::vector<std::string> available = library_isas();
+  if (!parse_options(argc, argv, available, &opt, &err)) {
+    return usage_error(err);
+  }
   if (opt.help) return 0;
 
   RunConfig cfg;
@@ -83,33 +80,13 @@ int run_main(int argc, char** argv) {
   meta.command = "simdnorm-accuracy";
   for (int i = 1; i < argc; ++i) meta.command += std::string(" ") + argv[i];
 
-  // ISAs: the library's names, best first, optionally filtered.
-  const std::vector<std::string> available = library_isas();
   if (available.empty()) {
     // Nothing to measure is a library failure, not a pass.
     std::cerr << "simdnorm-accuracy: FAIL: simdnorm_isa_count() is 0, the "
                  "library offers no ISA on this machine\n";
     return 1;
   }
-  if (opt.isas.empty()) {
-    cfg.isas = available;
-  } else {
-    for (const std::string& want : opt.isas) {
-      auto it = std::find_if(
-          available.begin(), available.end(),
-          [&](const std::string& a) { return lower(a) == lower(want); });
-      if (it == available.end()) {
-        std::string list;
-        for (const std::string& a : available)
-          list += (list.empty() ? "" : ", ") + a;
-        return usage_error("--isa: '" + want +
-                           "' is not an ISA of this machine (" + list + ")");
-      }
-      if (std::find(cfg.isas.begin(), cfg.isas.end(), *it) == cfg.isas.end()) {
-        cfg.isas.push_back(*it);
-      }
-    }
-  }
+  cfg.isas = opt.isas.empty() ? available : unique(opt.isas);
   cfg.kinds = opt.kinds.empty() ? std::vector<simdnorm_kind>{SIMDNORM_LAYERNORM,
                                                              SIMDNORM_RMSNORM}
                                 : unique(opt.kinds);

@@ -1,5 +1,8 @@
 #include "options.h"
 
+#include <fmt/format.h>
+#include <strings.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -117,7 +120,8 @@ bool parse_dtypes(const std::string& s, Dtypes* d) {
 
 }  // namespace
 
-bool parse_options(int argc, char** argv, Options* opt, std::string* error) {
+bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
+                   Options* opt, std::string* error) {
   using simdnorm_tools::AddList;
   CLI::App app(kDescription, "simdnorm-accuracy");
   app.formatter(std::make_shared<simdnorm_tools::HelpFormatter>());
@@ -125,7 +129,15 @@ bool parse_options(int argc, char** argv, Options* opt, std::string* error) {
   app.set_help_flag();
   app.option_defaults()->disable_flag_override();  // no "--detail=1"
   const std::string selection = "Selection";
-  AddList(&app, "--isa", &opt->isas, parse_name, "an ISA name",
+  auto parse_isa = [&](const std::string& s, std::string* isa) {
+    for (const std::string& i : isas) {
+      if (strcasecmp(i.c_str(), s.c_str()) == 0) *isa = i;
+    }
+    return !isa->empty();
+  };
+  const std::string machine_isas = fmt::format("{}", fmt::join(isas, ", "));
+  AddList(&app, "--isa", &opt->isas, parse_isa,
+          "an ISA of this machine (" + machine_isas + ")",
           "ISAs to force (default: every one the library lists)")
       ->type_name("NAME[,NAME]")
       ->group(selection);

@@ -48,8 +48,10 @@ struct Options {
 };
 
 // Parses argv; returns false with a message in *error on a usage error.
-// With -h or --help, prints the help on stdout and sets opt->help.
-bool parse_options(int argc, char** argv, Options* opt, std::string* error);
+// With -h or --help, prints the help on stdout and sets opt->help. --isa
+// takes the names in `isas` (any case; stored as spelled there).
+bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
+                   Options* opt, std::string* error);
 
 // The 8 combinations of f32 and bf16, x major: f32/f32/f32, f32/f32/bf16,
 // f32/bf16/f32, ...
