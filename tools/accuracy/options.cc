@@ -167,12 +167,13 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
           "bf16/bf16/f32; int8 variants make y i8)")
       ->type_name("X/Y/W[,...]")
       ->group(selection);
-  AddList(&app, "--family", &opt->families, parse_name, "a family name",
-          "generated families to run (default: all for plain,\n"
-          "normal,llm-hidden,student-t2 for the other variants;\n"
-          "see below)")
-      ->type_name("NAME[,NAME]")
-      ->group(selection);
+  CLI::Option* family =
+      AddList(&app, "--family", &opt->families, parse_name, "a family name",
+              "generated families to run (default: all for plain,\n"
+              "normal,llm-hidden,student-t2 for the other variants;\n"
+              "see below)")
+          ->type_name("NAME[,NAME]")
+          ->group(selection);
   AddList(&app, "--cols", &opt->cols, parse_col, "a size in 1..16777216",
           "hidden sizes (default: 896,4096,1001 for plain, 1001\n"
           "for the other variants)")
@@ -214,11 +215,13 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       ->group(selection);
 
   const std::string own = "Your own activations";
-  app.add_option("--input", opt->input,
-                 "raw little-endian rows instead of the generated\n"
-                 "families; requires a single --cols N")
-      ->type_name("FILE")
-      ->group(own);
+  CLI::Option* input =
+      app.add_option("--input", opt->input,
+                     "raw little-endian rows instead of the generated\n"
+                     "families; requires a single --cols N")
+          ->type_name("FILE")
+          ->group(own)
+          ->excludes(family);  // the generated families
   app.add_option("--input-dtype", opt->input_dtype,
                  "element type of FILE: f32, bf16 or f16 (default f32)")
       ->transform(CLI::Validator(
@@ -231,7 +234,8 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
           },
           ""))
       ->type_name("T")
-      ->group(own);
+      ->group(own)
+      ->needs(input);
 
   const std::string output =
       "Output (the text report goes to stdout unless JSON or CSV does)";
@@ -269,7 +273,6 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
   opt->shortcuts = !no_shortcuts;
   opt->json = app.count("--json") > 0;
   opt->csv = app.count("--csv") > 0;
-  opt->input_dtype_given = app.count("--input-dtype") > 0;
   // "all" (x = I8) stands for the 27 combinations.
   std::vector<Dtypes> dtypes;
   for (const Dtypes& d : opt->dtypes) {
@@ -299,15 +302,8 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
     return fail(
         "--json and --csv cannot both write to stdout; give one a FILE");
   }
-  if (opt->input_dtype_given && opt->input.empty()) {
-    return fail("--input-dtype needs --input FILE");
-  }
   if (!opt->input.empty() && opt->cols.size() != 1) {
     return fail("--input needs exactly one --cols N (the row length)");
-  }
-  if (!opt->input.empty() && !opt->families.empty()) {
-    return fail(
-        "--family selects generated families; it cannot go with --input");
   }
   return true;
 }

@@ -42,7 +42,6 @@ struct Options {
   uint64_t seed = kDefaultSeed;
   float eps = kDefaultEps;
   std::string input;  // --input FILE
-  bool input_dtype_given = false;
   simdnorm_dtype input_dtype = SIMDNORM_F32;
   size_t threads = 0;
 };
