@@ -198,30 +198,17 @@ int run_main(int argc, char** argv) {
   meta.isas = cfg.isas;
   meta.kinds = cfg.kinds;
   meta.plans = cfg.plans;
+  // The unions over the plans, in order of first appearance.
   for (const Plan& p : cfg.plans) {
-    const std::string v = p.variant.name();
-    if (std::find(meta.variants.begin(), meta.variants.end(), v) ==
-        meta.variants.end()) {
-      meta.variants.push_back(v);
-    }
-    for (const Dtypes& d : p.dtypes) {
-      if (std::find(meta.dtypes.begin(), meta.dtypes.end(), d) ==
-          meta.dtypes.end()) {
-        meta.dtypes.push_back(d);
-      }
-    }
-    for (const Family& f : p.families) {
-      if (std::find(meta.families.begin(), meta.families.end(), f.name) ==
-          meta.families.end()) {
-        meta.families.push_back(f.name);
-      }
-    }
-    for (size_t c : p.cols) {
-      if (std::find(meta.cols.begin(), meta.cols.end(), c) == meta.cols.end()) {
-        meta.cols.push_back(c);
-      }
-    }
+    meta.variants.push_back(p.variant.name());
+    meta.dtypes.insert(meta.dtypes.end(), p.dtypes.begin(), p.dtypes.end());
+    for (const Family& f : p.families) meta.families.push_back(f.name);
+    meta.cols.insert(meta.cols.end(), p.cols.begin(), p.cols.end());
   }
+  meta.variants = unique(meta.variants);
+  meta.dtypes = unique(meta.dtypes);
+  meta.families = unique(meta.families);
+  meta.cols = unique(meta.cols);
   meta.seconds = std::chrono::duration<double>(t1 - t0).count();
 
   if (table_to_stdout) write_table(std::cout, out, meta, opt.detail);
