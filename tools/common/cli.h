@@ -1,6 +1,6 @@
-// The help layout both tools share on CLI11: the usage line, the
-// description, the options (grouped, in their order, the value as its type
-// name says: "--cols N[,N]"), the footer.
+// The help layout both tools share on CLI11, as their hand-written help
+// was: the usage line, the description, the options (grouped, in their
+// order, the value as its type name says: "--cols N[,N]"), the footer.
 #ifndef SIMDNORM_TOOLS_COMMON_CLI_H_
 #define SIMDNORM_TOOLS_COMMON_CLI_H_
 
@@ -19,7 +19,24 @@ class HelpFormatter : public CLI::Formatter {
   HelpFormatter() { column_width(25); }
   std::string make_description(const CLI::App*) const override { return ""; }
   std::string make_usage(const CLI::App* app, std::string name) const override {
-    return "Usage: " + name + " [options]\n\n" + app->get_description() + "\n";
+    return "Usage: " + name + " [options]\n\n" + app->get_description() +
+           "\n\n";
+  }
+  // A blank line between groups (no heading for the default one), none
+  // doubled.
+  std::string make_group(std::string group, bool is_positional,
+                         std::vector<const CLI::Option*> opts) const override {
+    std::string out = group == "Options" ? "" : group + ":\n";
+    for (const CLI::Option* o : opts) out += make_option(o, is_positional);
+    return out;
+  }
+  std::string make_option_name(const CLI::Option* o, bool) const override {
+    std::string names = o->get_name(false, true);  // "-h,--help"
+    for (size_t i = names.find(','); i != std::string::npos;
+         i = names.find(',', i + 2)) {
+      names.insert(i + 1, " ");
+    }
+    return names;
   }
   std::string make_option_opts(const CLI::Option* o) const override {
     return o->get_type_name().empty() ? "" : " " + o->get_type_name();
