@@ -10,10 +10,18 @@
 #include <cstring>
 #include <string>
 
+#include "common/vocabulary.h"
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {
+
+using simdnorm_tools::default_variants;
+using simdnorm_tools::dtype_name;
+using simdnorm_tools::kind_name;
+using simdnorm_tools::parse_dtype;
+using simdnorm_tools::parse_variant;
+using simdnorm_tools::Variant;
 
 // The core's contract, checked on every library row (never loosened here).
 constexpr double kF32MaxScaledUlps = 32.0;
@@ -38,26 +46,9 @@ inline bool operator==(const Dtypes& a, const Dtypes& b) {
   return a.x == b.x && a.y == b.y && a.w == b.w;
 }
 
-inline const char* dtype_name(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_BF16:
-      return "bf16";
-    case SIMDNORM_F16:
-      return "f16";
-    case SIMDNORM_I8:
-      return "i8";
-    default:
-      return "f32";
-  }
-}
-
 // bf16 and f16: 16-bit floats, held as their bits.
 inline bool is_half(simdnorm_dtype t) {
   return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
-}
-
-inline const char* kind_name(simdnorm_kind k) {
-  return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
 }
 
 // "x/y/w", e.g. "bf16/f32/f32".

@@ -2,7 +2,6 @@
 // float64 reference and beside textbook shortcuts; checks the core's bounds.
 // See docs/accuracy.md and --help.
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -26,12 +25,6 @@ int usage_error(const std::string& msg) {
   std::cerr << "simdnorm-accuracy: " << msg
             << "\nTry 'simdnorm-accuracy --help'.\n";
   return kExitUsage;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 // The values in their first order, repeats dropped.
@@ -75,44 +68,25 @@ class Sink {
 int run_main(int argc, char** argv) {
   Options opt;
   std::string err;
-  if (!parse_options(argc, argv, &opt, &err)) return usage_error(err);
-  if (opt.help) {
-    print_usage(std::cout);
-    return 0;
+  // ISAs: the library's names, best first, optionally filtered.
+  const std::vector<std::string> available = library_isas();
+  if (!parse_options(argc, argv, available, &opt, &err)) {
+    return usage_error(err);
   }
+  if (opt.help) return 0;
 
   RunConfig cfg;
   ReportMeta meta;
   meta.command = "simdnorm-accuracy";
   for (int i = 1; i < argc; ++i) meta.command += std::string(" ") + argv[i];
 
-  // ISAs: the library's names, best first, optionally filtered.
-  const std::vector<std::string> available = library_isas();
   if (available.empty()) {
     // Nothing to measure is a library failure, not a pass.
     std::cerr << "simdnorm-accuracy: FAIL: simdnorm_isa_count() is 0, the "
                  "library offers no ISA on this machine\n";
     return 1;
   }
-  if (opt.isas.empty()) {
-    cfg.isas = available;
-  } else {
-    for (const std::string& want : opt.isas) {
-      auto it = std::find_if(
-          available.begin(), available.end(),
-          [&](const std::string& a) { return lower(a) == lower(want); });
-      if (it == available.end()) {
-        std::string list;
-        for (const std::string& a : available)
-          list += (list.empty() ? "" : ", ") + a;
-        return usage_error("--isa: '" + want +
-                           "' is not an ISA of this machine (" + list + ")");
-      }
-      if (std::find(cfg.isas.begin(), cfg.isas.end(), *it) == cfg.isas.end()) {
-        cfg.isas.push_back(*it);
-      }
-    }
-  }
+  cfg.isas = opt.isas.empty() ? available : unique(opt.isas);
   cfg.kinds = opt.kinds.empty() ? std::vector<simdnorm_kind>{SIMDNORM_LAYERNORM,
                                                              SIMDNORM_RMSNORM}
                                 : unique(opt.kinds);
@@ -224,30 +198,17 @@ int run_main(int argc, char** argv) {
   meta.isas = cfg.isas;
   meta.kinds = cfg.kinds;
   meta.plans = cfg.plans;
+  // The unions over the plans, in order of first appearance.
   for (const Plan& p : cfg.plans) {
-    const std::string v = p.variant.name();
-    if (std::find(meta.variants.begin(), meta.variants.end(), v) ==
-        meta.variants.end()) {
-      meta.variants.push_back(v);
-    }
-    for (const Dtypes& d : p.dtypes) {
-      if (std::find(meta.dtypes.begin(), meta.dtypes.end(), d) ==
-          meta.dtypes.end()) {
-        meta.dtypes.push_back(d);
-      }
-    }
-    for (const Family& f : p.families) {
-      if (std::find(meta.families.begin(), meta.families.end(), f.name) ==
-          meta.families.end()) {
-        meta.families.push_back(f.name);
-      }
-    }
-    for (size_t c : p.cols) {
-      if (std::find(meta.cols.begin(), meta.cols.end(), c) == meta.cols.end()) {
-        meta.cols.push_back(c);
-      }
-    }
+    meta.variants.push_back(p.variant.name());
+    meta.dtypes.insert(meta.dtypes.end(), p.dtypes.begin(), p.dtypes.end());
+    for (const Family& f : p.families) meta.families.push_back(f.name);
+    meta.cols.insert(meta.cols.end(), p.cols.begin(), p.cols.end());
   }
+  meta.variants = unique(meta.variants);
+  meta.dtypes = unique(meta.dtypes);
+  meta.families = unique(meta.families);
+  meta.cols = unique(meta.cols);
   meta.seconds = std::chrono::duration<double>(t1 - t0).count();
 
   if (table_to_stdout) write_table(std::cout, out, meta, opt.detail);

@@ -4,12 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "common.h"
-#include "variant.h"
 
 namespace simdnorm_accuracy {
 
@@ -44,15 +42,15 @@ struct Options {
   uint64_t seed = kDefaultSeed;
   float eps = kDefaultEps;
   std::string input;  // --input FILE
-  bool input_dtype_given = false;
   simdnorm_dtype input_dtype = SIMDNORM_F32;
   size_t threads = 0;
 };
 
 // Parses argv; returns false with a message in *error on a usage error.
-bool parse_options(int argc, char** argv, Options* opt, std::string* error);
-
-void print_usage(std::ostream& os);
+// With -h or --help, prints the help on stdout and sets opt->help. --isa
+// takes the names in `isas` (any case; stored as spelled there).
+bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
+                   Options* opt, std::string* error);
 
 // The 8 combinations of f32 and bf16, x major: f32/f32/f32, f32/f32/bf16,
 // f32/bf16/f32, ...

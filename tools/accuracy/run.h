@@ -13,7 +13,6 @@
 #include "common.h"
 #include "inputs.h"
 #include "metrics.h"
-#include "variant.h"
 
 namespace simdnorm_accuracy {
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 
+#include "common/text.h"
 #include "report.h"
 
 namespace simdnorm_accuracy {
@@ -18,23 +19,7 @@ const char* const kIsaColors[] = {"#1f4e9c", "#2f7fd0", "#5aaee8", "#2ca02c",
 const char* const kShortcutColors[] = {"#d62728", "#ff7f0e", "#e377c2",
                                        "#bcbd22"};
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&') {
-      o += "&amp;";
-    } else if (c == '<') {
-      o += "&lt;";
-    } else if (c == '>') {
-      o += "&gt;";
-    } else if (c == '"') {
-      o += "&quot;";
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return simdnorm_tools::XmlEscape(s); }
 
 struct Series {
   std::string isa, method, label, color;

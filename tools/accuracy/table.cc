@@ -1,7 +1,8 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "report.h"
@@ -12,33 +13,33 @@ namespace {
 // Columns sized to their widest cell; numbers right-aligned.
 class TextTable {
  public:
-  explicit TextTable(std::vector<std::string> header, std::string right)
+  TextTable(std::vector<std::string> header, std::string right)
       : right_(std::move(right)) {
     rows_.push_back(std::move(header));
   }
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
   void separator() { rows_.emplace_back(); }
   void print(std::ostream& os) const {
-    std::vector<size_t> width;
+    std::vector<size_t> width(rows_[0].size(), 0);
     for (const auto& r : rows_) {
-      if (width.size() < r.size()) width.resize(r.size(), 0);
-      for (size_t i = 0; i < r.size(); ++i)
+      for (size_t i = 0; i < r.size(); ++i) {
         width[i] = std::max(width[i], r[i].size());
+      }
     }
-    for (size_t ri = 0; ri < rows_.size(); ++ri) {
-      const auto& r = rows_[ri];
+    for (const auto& r : rows_) {
       std::string line;
       for (size_t i = 0; i < r.size(); ++i) {
-        const bool right = i < right_.size() && right_[i] == 'r';
-        const std::string pad(width[i] - r[i].size(), ' ');
-        if (i) line += "  ";
-        line += right ? pad + r[i] : (i + 1 == r.size() ? r[i] : r[i] + pad);
+        const size_t w = i + 1 == r.size() ? 0 : width[i];  // no trailing
+        line += i ? "  " : "";
+        line += i < right_.size() && right_[i] == 'r'
+                    ? fmt::format("{:>{}}", r[i], width[i])
+                    : fmt::format("{:<{}}", r[i], w);
       }
       os << line << "\n";
-      if (ri == 0) {
+      if (&r == &rows_[0]) {
         size_t total = 0;
         for (size_t w : width) total += w + 2;
-        os << std::string(total > 2 ? total - 2 : 0, '-') << "\n";
+        os << std::string(total - 2, '-') << "\n";
       }
     }
   }
@@ -61,19 +62,9 @@ bool row_exceeds(const ResultRow& r) {
   return !copy.violations.empty();
 }
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
-  return s;
-}
-
 void write_header(std::ostream& os, const ReportMeta& meta) {
-  std::string cols;
-  for (size_t i = 0; i < meta.cols.size(); ++i) {
-    cols += (i ? "," : "") + std::to_string(meta.cols[i]);
-  }
-  char eps[32];
-  std::snprintf(eps, sizeof(eps), "%g", meta.eps);
+  const std::string cols = fmt::format("{}", fmt::join(meta.cols, ","));
+  const std::string eps = fmt::format("{:g}", static_cast<double>(meta.eps));
   os << "simdnorm-accuracy: " << meta.command << "\n";
   if (meta.input_path.empty()) {
     os << "  seed " << meta.seed << ", " << meta.rows
@@ -84,7 +75,7 @@ void write_header(std::ostream& os, const ReportMeta& meta) {
        << ", " << meta.input_rows << " rows x " << cols << " cols), eps " << eps
        << ", weights from seed " << meta.seed << "\n";
   }
-  os << "  ISAs " << join(meta.isas, ", ")
+  os << "  ISAs " << fmt::format("{}", fmt::join(meta.isas, ", "))
      << "; dtypes are x/y/w (input/output/"
      << "gamma,beta)\n";
   os << "  fp32 out: scaled ulps = |got - want| / (2^-23 (|gamma| "
@@ -104,13 +95,9 @@ void write_header(std::ostream& os, const ReportMeta& meta) {
       (meta.variants.size() == 1 && meta.variants[0] != "plain")) {
     os << "  variants:";
     for (const Plan& p : meta.plans) {
-      std::string c;
-      for (size_t i = 0; i < p.cols.size(); ++i) {
-        c += (i ? "," : "") + std::to_string(p.cols[i]);
-      }
-      os << "\n    " << p.variant.name() << ": " << p.dtypes.size()
-         << " dtype combinations, " << p.families.size() << " families, cols "
-         << c;
+      os << fmt::format("\n    {}: {} dtype combinations, {} families, cols {}",
+                        p.variant.name(), p.dtypes.size(), p.families.size(),
+                        fmt::join(p.cols, ","));
     }
     os << "\n  fused-add: sum_out must equal h = x + residual rounded once to "
           "x (bit-exact), and the in-place form\n"
@@ -241,9 +228,7 @@ void write_families(std::ostream& os, const RunOutput& out,
     std::vector<std::string> row;
     row.push_back(fam);
     row.push_back(shortest_float(eps_of[fam]));
-    char excl[32];
-    std::snprintf(excl, sizeof(excl), "%.1f", 100.0 * excluded[fam]);
-    row.push_back(excl);
+    row.push_back(fmt::format("{:.1f}", 100.0 * excluded[fam]));
     for (size_t m = 0; m < 4; ++m) {
       const Cell& c = cell[methods[m]][0];
       row.push_back(c.any ? format_error(c.max) : "-");
@@ -291,30 +276,17 @@ std::string format_error(double v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   if (v == 0) return "0";
-  char buf[32];
-  if (v >= 1e5 || v < 1e-3) {
-    std::snprintf(buf, sizeof(buf), "%.2e", v);
-  } else if (v >= 1000) {
-    std::snprintf(buf, sizeof(buf), "%.0f", v);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%.3g", v);
-  }
-  return buf;
+  if (v >= 1e5 || v < 1e-3) return fmt::format("{:.2e}", v);
+  if (v >= 1000) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.3g}", v);
 }
 
-std::string format_share(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.3f", 100.0 * s);
-  return buf;
-}
+std::string format_share(double s) { return fmt::format("{:.3f}", 100.0 * s); }
 
 std::string format_worst(const Worst& w) {
   if (!w.valid) return "-";
-  char buf[256];
-  std::snprintf(buf, sizeof(buf),
-                "cols %zu row %zu col %zu: x=%.7g got=%.7g want=%.9g", w.cols,
-                w.row, w.col, w.input, w.got, w.want);
-  return buf;
+  return fmt::format("cols {} row {} col {}: x={:.7g} got={:.7g} want={:.9g}",
+                     w.cols, w.row, w.col, w.input, w.got, w.want);
 }
 
 std::vector<std::string> failure_lines(const RunOutput& out) {
@@ -353,9 +325,7 @@ void write_table(std::ostream& os, const RunOutput& out, const ReportMeta& meta,
     os << "FAIL: " << failing << " of " << lib_rows
        << " library rows exceed a bound, " << out.errors.size() << " errors";
   }
-  char secs[32];
-  std::snprintf(secs, sizeof(secs), "%.1f", meta.seconds);
-  os << " (" << secs << " s)\n";
+  os << fmt::format(" ({:.1f} s)\n", meta.seconds);
 }
 
 }  // namespace simdnorm_accuracy

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,16 +58,18 @@ bool ResolveIsas(const std::vector<std::string>& wanted,
   return true;
 }
 
-std::FILE* OpenOut(const std::string& path) {
-  if (path == "-") return stdout;
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) std::perror(("simdnorm-profile: " + path).c_str());
-  return f;
-}
-
-bool CloseOut(std::FILE* f) {
-  if (f == stdout) return std::fflush(f) == 0;
-  return std::fclose(f) == 0;
+// Writes one output to `path` ("-": stdout; "": none). False when the file
+// cannot be opened or written.
+bool Output(const std::string& path,
+            const std::function<void(std::FILE*)>& write) {
+  if (path.empty()) return true;
+  std::FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::perror(("simdnorm-profile: " + path).c_str());
+    return false;
+  }
+  write(f);
+  return f == stdout ? std::fflush(f) == 0 : std::fclose(f) == 0;
 }
 
 int Run(int argc, char** argv) {
@@ -171,41 +174,13 @@ int Run(int argc, char** argv) {
   } else {
     std::fprintf(stderr, "simdnorm-profile: wall time %.1f s\n", meta.wall_s);
   }
-  if (!o.json.empty()) {
-    std::FILE* f = OpenOut(o.json);
-    ok = f != nullptr;
-    if (f) {
-      WriteJson(f, meta, results);
-      ok = CloseOut(f);
-    }
-  }
-  if (!o.csv.empty()) {
-    std::FILE* f = OpenOut(o.csv);
-    ok = ok && f != nullptr;
-    if (f) {
-      WriteCsv(f, results);
-      ok = CloseOut(f) && ok;
-    }
-  }
-  if (!o.markdown.empty()) {
-    std::FILE* f = OpenOut(o.markdown);
-    ok = ok && f != nullptr;
-    if (f) {
-      std::fputs(MarkdownSummary(meta, results).c_str(), f);
-      ok = CloseOut(f) && ok;
-    }
-  }
-  if (!o.update_doc.empty()) {
-    ok = UpdateDoc(o.update_doc, MarkdownSummary(meta, results)) && ok;
-  }
-  if (!o.svg.empty()) {
-    std::FILE* f = OpenOut(o.svg);
-    ok = ok && f != nullptr;
-    if (f) {
-      WriteSvg(f, meta, results);
-      ok = CloseOut(f) && ok;
-    }
-  }
+  ok = Output(o.json, [&](std::FILE* f) { WriteJson(f, meta, results); });
+  ok = Output(o.csv, [&](std::FILE* f) { WriteCsv(f, results); }) && ok;
+  const std::string markdown = MarkdownSummary(meta, results);
+  auto put_markdown = [&](std::FILE* f) { std::fputs(markdown.c_str(), f); };
+  ok = Output(o.markdown, put_markdown) && ok;
+  if (!o.update_doc.empty()) ok = UpdateDoc(o.update_doc, markdown) && ok;
+  ok = Output(o.svg, [&](std::FILE* f) { WriteSvg(f, meta, results); }) && ok;
   if (o.strict) {
     for (const ConfigResult& c : results) {
       for (const ImplResult& r : c.impls) {

@@ -2,64 +2,29 @@
 
 #include <strings.h>
 
-#include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <memory>
+
+#include "common/cli.h"
 
 namespace simdnorm_profile {
 namespace {
 
-constexpr const char* kUsage =
-    "Usage: simdnorm-profile [options]\n"
-    "\n"
+using simdnorm_tools::AddList;
+using simdnorm_tools::ParseSize;
+
+constexpr const char* kDescription =
     "Measures simdnorm's LayerNorm and RMSNorm on this machine, every ISA,\n"
     "against memcpy of the same bytes, the hand-written loop and oneDNN's\n"
     "LayerNorm (when built in). Default: hidden size 896, rows 1,64,4096,\n"
     "both kinds, f32 and bf16, 1 thread and all threads, plus one fused-add\n"
     "line (RMSNorm bf16, rows 4096: vLLM's pre-norm step, against the\n"
     "unfused add loop + norm), each on aligned buffers and 16 bytes off\n"
-    "(about 25 s).\n"
-    "\n"
-    "  --cols N[,N...]        hidden sizes (default 896)\n"
-    "  --rows N[,N...]        rows per call (default 1,64,4096)\n"
-    "  --isa NAME[,NAME...]   ISAs to force (default: every ISA listed by\n"
-    "                         simdnorm_isa_name on this machine)\n"
-    "  --kind K[,K]           layernorm, rmsnorm (default both)\n"
-    "  --dtype T[,T...]       f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
-    "                         parameter types, e.g. bf16:f32 (P = Y when\n"
-    "                         left out) (default f32,bf16; --dtypes too)\n"
-    "  --variant V[,V...]     plain, fused-add (residual in, sum_out out),\n"
-    "                         gemma (gamma_offset 1), hf-round\n"
-    "                         (ROUND_NORMALIZED), int8 (y int8, a scale per\n"
-    "                         row), int8-gN (a scale per N elements); join\n"
-    "                         with '+', e.g. fused-add+int8 (default plain;\n"
-    "                         this or --kind, --dtype, --cols, --rows drops\n"
-    "                         the default fused-add line)\n"
-    "  --threads N[,N]        max_threads values; 0 = all (default 1,0)\n"
-    "  --offset X[:Y][,...]   where the buffers start, in bytes past a "
-    "64-byte\n"
-    "                         line: x (and gamma, beta, residual, sum_out) at\n"
-    "                         X, y at Y (Y = X when left out); multiples of 4\n"
-    "                         below 64; every configuration runs at each\n"
-    "                         (default 0,16: aligned, and 16 bytes off as the\n"
-    "                         rows of a std::vector are)\n"
-    "  --reps N               timed batches per measurement (default 9);\n"
-    "                         the table reports their median\n"
-    "  --batch-ms MS          length of one batch (default 4)\n"
-    "  --no-peers             simdnorm only (no memcpy, loop, oneDNN)\n"
-    "  --no-check             skip the comparison with the float64 reference\n"
-    "  --strict               exit status 1 when a simdnorm call fails or its\n"
-    "                         output is off the reference (a smoke test)\n"
-    "  --json [FILE]          results as JSON (stdout when FILE is absent)\n"
-    "  --csv [FILE]           results as CSV (stdout when FILE is absent)\n"
-    "  --svg FILE             GB/s per ISA as a grouped SVG bar chart\n"
-    "  --markdown [FILE]      a summary table in Markdown (stdout when FILE\n"
-    "                         is absent)\n"
-    "  --update-doc FILE      replace the summary between the markers\n"
-    "                         <!-- simdnorm-profile:begin/end --> in FILE\n"
-    "  --help                 this text\n"
-    "\n"
+    "(about 25 s).";
+
+constexpr const char* kFooter =
     "GB/s counts the bytes a call moves once per row: x read + y written,\n"
     "plus the residual read and sum_out written (fused add) and the int8\n"
     "scales; gamma and beta are not counted. The unfused peer (variants\n"
@@ -68,46 +33,18 @@ constexpr const char* kUsage =
     "'of memcpy' = time of memcpy of the call's bytes / time of the row's\n"
     "implementation (1.00 = memcpy speed); 'vs loop', 'vs oneDNN' and 'vs\n"
     "unfused' = the peer's time / this implementation's time (above 1 =\n"
-    "faster than the peer).\n";
+    "faster than the peer).";
 
-std::vector<std::string> Split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    if (end > start) out.push_back(s.substr(start, end - start));
-    start = end + 1;
+bool ParseKind(const std::string& s, simdnorm_kind* k) {
+  const char* c = s.c_str();
+  if (strcasecmp(c, "layernorm") == 0 || strcasecmp(c, "ln") == 0) {
+    *k = SIMDNORM_LAYERNORM;
+  } else if (strcasecmp(c, "rmsnorm") == 0 || strcasecmp(c, "rms") == 0) {
+    *k = SIMDNORM_RMSNORM;
+  } else {
+    return false;
   }
-  return out;
-}
-
-bool ParseSize(const std::string& s, size_t* v) {
-  if (s.empty() || s[0] == '-') return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  *v = static_cast<size_t>(n);
   return true;
-}
-
-bool ParseDType(const std::string& s, simdnorm_dtype* t) {
-  if (strcasecmp(s.c_str(), "f32") == 0 || strcasecmp(s.c_str(), "fp32") == 0 ||
-      strcasecmp(s.c_str(), "float") == 0) {
-    *t = SIMDNORM_F32;
-    return true;
-  }
-  if (strcasecmp(s.c_str(), "bf16") == 0) {
-    *t = SIMDNORM_BF16;
-    return true;
-  }
-  if (strcasecmp(s.c_str(), "f16") == 0 || strcasecmp(s.c_str(), "fp16") == 0 ||
-      strcasecmp(s.c_str(), "half") == 0) {
-    *t = SIMDNORM_F16;
-    return true;
-  }
-  return false;
 }
 
 bool ParseDTypes(const std::string& s, DTypes* t) {
@@ -121,11 +58,11 @@ bool ParseDTypes(const std::string& s, DTypes* t) {
     start = end + 1;
   }
   if (parts.empty() || parts.size() > 3) return false;
-  if (!ParseDType(parts[0], &t->x)) return false;
+  if (!parse_dtype(parts[0], &t->x)) return false;
   t->y = t->x;
-  if (parts.size() >= 2 && !ParseDType(parts[1], &t->y)) return false;
+  if (parts.size() >= 2 && !parse_dtype(parts[1], &t->y)) return false;
   t->param = t->y;
-  if (parts.size() == 3 && !ParseDType(parts[2], &t->param)) return false;
+  if (parts.size() == 3 && !parse_dtype(parts[2], &t->param)) return false;
   return true;
 }
 
@@ -147,243 +84,148 @@ int Fail(const std::string& msg) {
 
 }  // namespace
 
-const char* DTypeName(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_BF16:
-      return "bf16";
-    case SIMDNORM_F16:
-      return "f16";
-    case SIMDNORM_I8:
-      return "i8";
-    default:
-      return "f32";
-  }
-}
-
 std::string DTypesName(const DTypes& t) {
-  if (t.x == t.y && t.y == t.param) return DTypeName(t.x);
-  return std::string(DTypeName(t.x)) + ":" + DTypeName(t.y) + ":" +
-         DTypeName(t.param);
-}
-
-std::string Variant::Name() const {
-  std::string s;
-  auto add = [&](const std::string& f) { s += (s.empty() ? "" : "+") + f; };
-  if (fused_add) add("fused-add");
-  if (gemma) add("gemma");
-  if (hf_round) add("hf-round");
-  if (int8) add(quant_group ? "int8-g" + std::to_string(quant_group) : "int8");
-  return s.empty() ? "plain" : s;
-}
-
-bool ParseVariant(const std::string& s, Variant* v) {
-  Variant out;
-  if (strcasecmp(s.c_str(), "plain") == 0) {
-    *v = out;
-    return true;
-  }
-  size_t start = 0;
-  for (;;) {
-    const size_t end = s.find('+', start);
-    const std::string f =
-        s.substr(start, end == std::string::npos ? end : end - start);
-    bool* flag = nullptr;
-    if (f == "fused-add") {
-      flag = &out.fused_add;
-    } else if (f == "gemma") {
-      flag = &out.gemma;
-    } else if (f == "hf-round") {
-      flag = &out.hf_round;
-    } else if (f == "int8" || f.rfind("int8-g", 0) == 0) {
-      flag = &out.int8;
-      if (f != "int8") {
-        size_t g;
-        if (!ParseSize(f.substr(6), &g) || g == 0 || g > (size_t{1} << 24)) {
-          return false;
-        }
-        out.quant_group = g;
-      }
-    } else {
-      return false;
-    }
-    if (*flag) return false;  // repeated
-    *flag = true;
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  *v = out;
-  return true;
+  if (t.x == t.y && t.y == t.param) return dtype_name(t.x);
+  return std::string(dtype_name(t.x)) + ":" + dtype_name(t.y) + ":" +
+         dtype_name(t.param);
 }
 
 std::string OffsetName(const Offset& o) {
   return std::to_string(o.x) + (o.x == o.y ? "" : ":" + std::to_string(o.y));
 }
 
-const char* KindName(simdnorm_kind k) {
-  return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
-}
-
 int ParseOptions(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (arg.rfind("--", 0) == 0) {
-      const size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-        has_value = true;
-      }
-    }
-    // A required value: the rest after '=' or the next argument.
-    auto need = [&](std::string* v) {
-      if (has_value) {
-        *v = value;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *v = argv[++i];
-      return true;
-    };
-    // An optional value: after '=', or a next argument not starting "--".
-    auto maybe = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) {
-        return argv[++i];
-      }
-      return "-";
-    };
-    auto sizes = [&](std::vector<size_t>* out, bool allow_zero) {
-      std::string v;
-      if (!need(&v)) return Fail(arg + " needs a value");
-      out->clear();
-      for (const std::string& p : Split(v)) {
-        size_t n;
-        if (!ParseSize(p, &n) || (!allow_zero && n == 0)) {
-          return Fail("bad number '" + p + "' for " + arg);
-        }
-        out->push_back(n);
-      }
-      if (out->empty()) return Fail(arg + " needs a value");
-      return 0;
-    };
+  CLI::App app(kDescription, "simdnorm-profile");
+  app.formatter(std::make_shared<simdnorm_tools::HelpFormatter>());
+  app.footer(kFooter);
+  app.set_help_flag();
+  app.option_defaults()->disable_flag_override();  // no "--strict=0"
+  const CLI::Validator positive = simdnorm_tools::SizeIn(1, SIZE_MAX);
+  app.add_option("--cols", o->cols, "hidden sizes (default 896)")
+      ->delimiter(',')
+      ->check(positive)
+      ->type_name("N[,N...]");
+  app.add_option("--rows", o->rows, "rows per call (default 1,64,4096)")
+      ->delimiter(',')
+      ->check(positive)
+      ->type_name("N[,N...]");
+  app.add_option("--isa", o->isas,
+                 "ISAs to force (default: every ISA listed by\n"
+                 "simdnorm_isa_name on this machine)")
+      ->delimiter(',')
+      ->type_name("NAME[,NAME...]");
+  AddList(&app, "--kind", &o->kinds, ParseKind, "layernorm or rmsnorm",
+          "layernorm, rmsnorm (default both)")
+      ->type_name("K[,K]");
+  AddList(&app, "--dtype,--dtypes", &o->dtypes, ParseDTypes,
+          "f32, bf16, f16 or X:Y[:P] of them",
+          "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
+          "parameter types, e.g. bf16:f32 (P = Y when\n"
+          "left out) (default f32,bf16; --dtypes too)")
+      ->type_name("T[,T...]");
+  AddList(&app, "--variant", &o->variants, parse_variant,
+          "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with "
+          "'+'",
+          "plain, fused-add (residual in, sum_out out),\n"
+          "gemma (gamma_offset 1), hf-round\n"
+          "(ROUND_NORMALIZED), int8 (y int8, a scale per\n"
+          "row), int8-gN (a scale per N elements); join\n"
+          "with '+', e.g. fused-add+int8 (default plain;\n"
+          "this or --kind, --dtype, --cols, --rows drops\n"
+          "the default fused-add line)")
+      ->type_name("V[,V...]");
+  app.add_option("--threads", o->threads,
+                 "max_threads values; 0 = all (default 1,0)")
+      ->delimiter(',')
+      ->check(simdnorm_tools::SizeIn(0, SIZE_MAX))
+      ->type_name("N[,N]");
+  AddList(&app, "--offset", &o->offsets, ParseOffset,
+          "X or X:Y, multiples of 4 below 64",
+          "where the buffers start, in bytes past a 64-byte\n"
+          "line: x (and gamma, beta, residual, sum_out) at\n"
+          "X, y at Y (Y = X when left out); multiples of 4\n"
+          "below 64; every configuration runs at each\n"
+          "(default 0,16: aligned, and 16 bytes off as the\n"
+          "rows of a std::vector are)")
+      ->type_name("X[:Y][,...]");
+  app.add_option("--reps", o->reps,
+                 "timed batches per measurement (default 9);\n"
+                 "the table reports their median")
+      ->check(positive)
+      ->type_name("N");
+  app.add_option("--batch-ms", o->batch_ms, "length of one batch (default 4)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            char* end = nullptr;
+            const double ms = std::strtod(v.c_str(), &end);
+            if (*end != '\0' || !(ms > 0.0) || ms > 10000.0) {
+              return "'" + v + "' is not a number of ms above 0, at most 10000";
+            }
+            return "";
+          },
+          ""))
+      ->type_name("MS");
+  bool no_peers = false, no_check = false;
+  app.add_flag("--no-peers", no_peers,
+               "simdnorm only (no memcpy, loop, oneDNN)");
+  app.add_flag("--no-check", no_check,
+               "skip the comparison with the float64 reference");
+  app.add_flag("--strict", o->strict,
+               "exit status 1 when a simdnorm call fails or its\n"
+               "output is off the reference (a smoke test)");
+  // FILE is optional: without one, stdout ("-").
+  auto optional_file = [&](const char* name, std::string* path,
+                           const char* help) {
+    app.add_option(name, *path, help)->expected(0, 1)->type_name("[FILE]");
+  };
+  optional_file("--json", &o->json,
+                "results as JSON (stdout when FILE is absent)");
+  optional_file("--csv", &o->csv,
+                "results as CSV (stdout when FILE is absent)");
+  app.add_option("--svg", o->svg, "GB/s per ISA as a grouped SVG bar chart")
+      ->type_name("FILE");
+  optional_file("--markdown", &o->markdown,
+                "a summary table in Markdown (stdout when FILE\n"
+                "is absent)");
+  app.add_option("--update-doc", o->update_doc,
+                 "replace the summary between the markers\n"
+                 "<!-- simdnorm-profile:begin/end --> in FILE")
+      ->type_name("FILE");
+  app.set_help_flag("-h,--help", "this text");
 
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return -1;
-    } else if (arg == "--cols") {
-      o->fused_line = false;
-      if (int r = sizes(&o->cols, false)) return r;
-    } else if (arg == "--rows") {
-      o->fused_line = false;
-      if (int r = sizes(&o->rows, false)) return r;
-    } else if (arg == "--threads") {
-      if (int r = sizes(&o->threads, true)) return r;
-    } else if (arg == "--offset") {
-      std::string v;
-      if (!need(&v)) return Fail(arg + " needs a value");
-      o->offsets.clear();
-      for (const std::string& p : Split(v)) {
-        Offset off;
-        if (!ParseOffset(p, &off)) {
-          return Fail("bad offset '" + p +
-                      "' (X or X:Y, multiples of 4 below 64)");
-        }
-        o->offsets.push_back(off);
-      }
-      if (o->offsets.empty()) return Fail(arg + " needs a value");
-    } else if (arg == "--isa") {
-      std::string v;
-      if (!need(&v)) return Fail("--isa needs a value");
-      o->isas = Split(v);
-    } else if (arg == "--kind") {
-      o->fused_line = false;
-      std::string v;
-      if (!need(&v)) return Fail("--kind needs a value");
-      o->kinds.clear();
-      for (const std::string& p : Split(v)) {
-        if (strcasecmp(p.c_str(), "layernorm") == 0 ||
-            strcasecmp(p.c_str(), "ln") == 0) {
-          o->kinds.push_back(SIMDNORM_LAYERNORM);
-        } else if (strcasecmp(p.c_str(), "rmsnorm") == 0 ||
-                   strcasecmp(p.c_str(), "rms") == 0) {
-          o->kinds.push_back(SIMDNORM_RMSNORM);
-        } else {
-          return Fail("unknown kind '" + p + "'");
-        }
-      }
-      if (o->kinds.empty()) return Fail("--kind needs a value");
-    } else if (arg == "--dtype" || arg == "--dtypes") {
-      o->fused_line = false;
-      std::string v;
-      if (!need(&v)) return Fail(arg + " needs a value");
-      o->dtypes.clear();
-      for (const std::string& p : Split(v)) {
-        DTypes t;
-        if (!ParseDTypes(p, &t)) return Fail("unknown dtype '" + p + "'");
-        o->dtypes.push_back(t);
-      }
-      if (o->dtypes.empty()) return Fail(arg + " needs a value");
-    } else if (arg == "--variant") {
-      o->fused_line = false;
-      std::string v;
-      if (!need(&v)) return Fail("--variant needs a value");
-      o->variants.clear();
-      for (const std::string& p : Split(v)) {
-        Variant var;
-        if (!ParseVariant(p, &var)) {
-          return Fail("unknown variant '" + p +
-                      "' (plain, or fused-add, gemma, hf-round, int8, int8-gN "
-                      "joined with '+')");
-        }
-        o->variants.push_back(var);
-      }
-      if (o->variants.empty()) return Fail("--variant needs a value");
-    } else if (arg == "--reps") {
-      std::string v;
-      size_t n;
-      if (!need(&v) || !ParseSize(v, &n) || n == 0) {
-        return Fail("--reps needs a positive number");
-      }
-      o->reps = n;
-    } else if (arg == "--batch-ms") {
-      std::string v;
-      if (!need(&v)) return Fail("--batch-ms needs a value");
-      char* end = nullptr;
-      const double ms = std::strtod(v.c_str(), &end);
-      if (*end != '\0' || !(ms > 0.0) || ms > 10000.0) {
-        return Fail("bad --batch-ms '" + v + "'");
-      }
-      o->batch_ms = ms;
-    } else if (arg == "--no-peers") {
-      o->peers = false;
-    } else if (arg == "--no-check") {
-      o->check = false;
-    } else if (arg == "--strict") {
-      o->strict = true;
-    } else if (arg == "--json") {
-      o->json = maybe();
-    } else if (arg == "--csv") {
-      o->csv = maybe();
-    } else if (arg == "--markdown") {
-      o->markdown = maybe();
-    } else if (arg == "--update-doc") {
-      if (!need(&o->update_doc) || o->update_doc.empty()) {
-        return Fail("--update-doc needs a FILE");
-      }
-    } else if (arg == "--svg") {
-      if (!need(&o->svg) || o->svg.empty()) return Fail("--svg needs a FILE");
-    } else {
-      return Fail("unknown argument '" + std::string(argv[i]) + "'");
-    }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return -1;
+  } catch (const CLI::ParseError& e) {
+    return Fail(e.what());
+  }
+  if (app.count("--json") && o->json.empty()) o->json = "-";
+  if (app.count("--csv") && o->csv.empty()) o->csv = "-";
+  if (app.count("--markdown") && o->markdown.empty()) o->markdown = "-";
+  for (const char* name :
+       {"--cols", "--rows", "--kind", "--dtype", "--variant"}) {
+    if (app.count(name)) o->fused_line = false;
+  }
+  o->peers = !no_peers;
+  o->check = !no_check;
+  if (o->cols.empty() || o->rows.empty() || o->threads.empty() ||
+      o->kinds.empty() || o->dtypes.empty() || o->variants.empty() ||
+      o->offsets.empty()) {
+    return Fail("an option needs a value");
   }
   const int to_stdout =
       (o->json == "-") + (o->csv == "-") + (o->markdown == "-");
   if (to_stdout > 1) {
     return Fail("only one of --json, --csv, --markdown can write to stdout");
   }
-  if (o->svg == "-") return Fail("--svg needs a FILE");
+  if (o->svg == "-" || (app.count("--svg") && o->svg.empty())) {
+    return Fail("--svg needs a FILE");
+  }
+  if (app.count("--update-doc") && o->update_doc.empty()) {
+    return Fail("--update-doc needs a FILE");
+  }
   // Machine-readable output on stdout replaces the table there.
   o->table = to_stdout == 0;
   return 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/vocabulary.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm_profile {
@@ -19,20 +20,12 @@ struct DTypes {
 
 // "f32", "bf16" when all three agree, else "x:y:param" ("bf16:f32:f32").
 std::string DTypesName(const DTypes& t);
-const char* DTypeName(simdnorm_dtype t);  // "f32", "bf16", "f16", "i8"
-const char* KindName(simdnorm_kind k);
 
-// The engine variants of issue #7, alone or combined ("fused-add+int8").
-struct Variant {
-  bool fused_add = false;  // residual and sum_out (own buffers)
-  bool gemma = false;      // gamma_offset = 1
-  bool hf_round = false;   // SIMDNORM_ROUND_NORMALIZED
-  bool int8 = false;       // y_type I8 (y's dtype replaced), y_scale
-  size_t quant_group = 0;  // int8: elements per scale, 0 = the row
-  bool plain() const { return !fused_add && !gemma && !hf_round && !int8; }
-  std::string Name() const;  // "plain", "fused-add", "int8-g128", ...
-};
-bool ParseVariant(const std::string& s, Variant* v);
+using simdnorm_tools::dtype_name;
+using simdnorm_tools::kind_name;
+using simdnorm_tools::parse_dtype;
+using simdnorm_tools::parse_variant;
+using simdnorm_tools::Variant;
 
 // Where a configuration's buffers start, in bytes past a 64-byte boundary:
 // x (and gamma, beta, residual, sum_out) at `x`, y at `y`.

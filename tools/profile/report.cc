@@ -1,10 +1,15 @@
 #include "report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "common/json.h"
+#include "common/text.h"
 
 namespace simdnorm_profile {
 namespace {
@@ -56,11 +61,10 @@ std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
 
 std::string ThreadsName(size_t t) { return t == 0 ? "all" : std::to_string(t); }
 
-std::string Fmt(const char* format, double v) {
+// v with `digits` decimals and a suffix ("1.25x"), "-" when not a number.
+std::string Fixed(double v, int digits, const char* suffix = "") {
   if (std::isnan(v)) return "-";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
+  return fmt::format("{:.{}f}{}", v, digits, suffix);
 }
 
 // Three significant digits, never scientific notation for the table.
@@ -69,68 +73,16 @@ std::string Sig3(double v) {
   if (std::isinf(v)) return "inf";
   if (v == 0) return "0";
   const double a = std::fabs(v);
-  if (a >= 100) return Fmt("%.0f", v);
-  if (a >= 10) return Fmt("%.1f", v);
-  if (a >= 1) return Fmt("%.2f", v);
-  return Fmt("%.3f", v);
+  return Fixed(v, a >= 100 ? 0 : (a >= 10 ? 1 : (a >= 1 ? 2 : 3)));
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
+using simdnorm_tools::CsvField;
+using simdnorm_tools::Json;
 
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
+Json JsonNumber(double v) { return simdnorm_tools::JsonNumber(v, 6); }
 
-std::string CsvField(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string XmlText(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
+Json JsonStringOrNull(const std::string& s) {
+  return s.empty() ? Json(nullptr) : Json(s);
 }
 
 const char* TypeName(ImplType t) {
@@ -174,8 +126,8 @@ bool AnyOffset(const std::vector<ConfigResult>& results) {
 
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
-  std::string k = KindName(c.kind);
-  if (!c.variant.plain()) k += " " + c.variant.Name();
+  std::string k = kind_name(c.kind);
+  if (!c.variant.plain()) k += " " + c.variant.name();
   return k;
 }
 
@@ -188,43 +140,40 @@ std::string ConfigName(const Config& c) {
 }
 
 void WriteHeader(std::FILE* f, const Meta& m) {
-  std::fprintf(f, "simdnorm-profile %s\n", m.version.c_str());
+  fmt::print(f, "simdnorm-profile {}\n", m.version);
   if (!m.machine.emulated.empty()) {
-    std::fprintf(f,
-                 "WARNING: running under emulation (%s): these timings are "
-                 "not performance figures.\n",
-                 m.machine.emulated.c_str());
+    fmt::print(f,
+               "WARNING: running under emulation ({}): these timings are not "
+               "performance figures.\n",
+               m.machine.emulated);
   }
-  std::fprintf(f, "machine:  %s, %s, %u logical CPUs, %s\n",
-               m.machine.cpu.c_str(), m.machine.arch.c_str(),
-               m.machine.logical_cpus, m.machine.caches.c_str());
-  std::fprintf(f, "compiler: %s\n", m.machine.compiler.c_str());
+  fmt::print(f, "machine:  {}, {}, {} logical CPUs, {}\n", m.machine.cpu,
+             m.machine.arch, m.machine.logical_cpus, m.machine.caches);
+  fmt::print(f, "compiler: {}\n", m.machine.compiler);
   if (m.machine.load1 >= 0.5) {
-    std::fprintf(f,
-                 "load:     1-minute load average %.2f at start: other "
-                 "processes compete for the CPUs, the timings are noisy\n",
-                 m.machine.load1);
+    fmt::print(f,
+               "load:     1-minute load average {:.2f} at start: other "
+               "processes compete for the CPUs, the timings are noisy\n",
+               m.machine.load1);
   }
-  std::string isas;
-  for (const std::string& s : m.isas) isas += (isas.empty() ? "" : " ") + s;
-  std::fprintf(f, "ISAs:     %s\n", isas.c_str());
-  std::fprintf(f, "peers:    memcpy, loop (hand-written, %s), %s\n",
-               m.loop_flags.c_str(), m.onednn.c_str());
-  std::fprintf(f,
-               "timing:   median of %zu interleaved batches of ~%.3g ms per "
-               "implementation; same buffers for all\n",
-               m.reps, m.batch_ms);
-  std::fprintf(f,
-               "GB/s = (x bytes read + y bytes written) / time, once per row "
-               "(gamma, beta not counted); of memcpy = memcpy time / time;\n"
-               "vs loop, vs oneDNN = peer time / time (above 1: faster); "
-               "err = max |y - float64 reference| in ulps of y's type\n"
-               "variants: fused add also counts residual read + sum_out "
-               "written, int8 the scales; unfused = add loop, simdnorm on the "
-               "first ISA,\nquantize loop, counted with its own bytes; vs "
-               "unfused = its time / time; int8 err = max |q - reference q|\n"
-               "offset = bytes past a 64-byte line where x (and gamma, beta, "
-               "residual, sum_out) and y start, x:y when they differ\n");
+  fmt::print(f, "ISAs:     {}\n", fmt::join(m.isas, " "));
+  fmt::print(f, "peers:    memcpy, loop (hand-written, {}), {}\n", m.loop_flags,
+             m.onednn);
+  fmt::print(f,
+             "timing:   median of {} interleaved batches of ~{:.3g} ms per "
+             "implementation; same buffers for all\n",
+             m.reps, m.batch_ms);
+  fmt::print(f,
+             "GB/s = (x bytes read + y bytes written) / time, once per row "
+             "(gamma, beta not counted); of memcpy = memcpy time / time;\n"
+             "vs loop, vs oneDNN = peer time / time (above 1: faster); "
+             "err = max |y - float64 reference| in ulps of y's type\n"
+             "variants: fused add also counts residual read + sum_out "
+             "written, int8 the scales; unfused = add loop, simdnorm on the "
+             "first ISA,\nquantize loop, counted with its own bytes; vs "
+             "unfused = its time / time; int8 err = max |q - reference q|\n"
+             "offset = bytes past a 64-byte line where x (and gamma, beta, "
+             "residual, sum_out) and y start, x:y when they differ\n");
 }
 
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
@@ -232,18 +181,18 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
   const bool unfused = AnyUnfused(results);
   const bool offsets = AnyOffset(results);
   // The variant joins the kind column when some configuration has one.
-  int kind_w = variants ? 12 : 9;
+  size_t kind_w = variants ? 12 : 9;
   for (const ConfigResult& c : results) {
-    kind_w = std::max(kind_w, static_cast<int>(KindVariant(c.config).size()));
+    kind_w = std::max(kind_w, KindVariant(c.config).size());
   }
-  std::fprintf(f, "%-*s  %-13s %5s %5s %7s", kind_w,
-               variants ? "kind variant" : "kind", "dtype", "cols", "rows",
-               "threads");
-  if (offsets) std::fprintf(f, " %6s", "offset");
-  std::fprintf(f, "  %-7s %9s %8s %9s %8s %9s", "impl", "ns/row", "GB/s",
-               "of memcpy", "vs loop", "vs oneDNN");
-  if (unfused) std::fprintf(f, " %10s", "vs unfused");
-  std::fprintf(f, " %7s\n", "err");
+  fmt::print(f, "{:<{}}  {:<13} {:>5} {:>5} {:>7}",
+             variants ? "kind variant" : "kind", kind_w, "dtype", "cols",
+             "rows", "threads");
+  if (offsets) fmt::print(f, " {:>6}", "offset");
+  fmt::print(f, "  {:<7} {:>9} {:>8} {:>9} {:>8} {:>9}", "impl", "ns/row",
+             "GB/s", "of memcpy", "vs loop", "vs oneDNN");
+  if (unfused) fmt::print(f, " {:>10}", "vs unfused");
+  fmt::print(f, " {:>7}\n", "err");
   const ConfigResult* prev = nullptr;
   std::vector<std::string> notes;
   for (const Row& row : Rows(results)) {
@@ -251,25 +200,21 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
     prev = row.c;
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    std::fprintf(f, "%-*s  %-13s %5zu %5zu %7s", kind_w, KindVariant(c).c_str(),
-                 DTypesName(c.dtypes).c_str(), c.cols, c.rows,
-                 ThreadsName(c.threads).c_str());
-    if (offsets) std::fprintf(f, " %6s", OffsetName(c.offset).c_str());
-    std::fprintf(f, "  %-7s ", r.name.c_str());
+    fmt::print(f, "{:<{}}  {:<13} {:>5} {:>5} {:>7}", KindVariant(c), kind_w,
+               DTypesName(c.dtypes), c.cols, c.rows, ThreadsName(c.threads));
+    if (offsets) fmt::print(f, " {:>6}", OffsetName(c.offset));
+    fmt::print(f, "  {:<7} ", r.name);
     if (!r.error.empty()) {
-      std::fprintf(f, "not measured: %s\n", r.error.c_str());
+      fmt::print(f, "not measured: {}\n", r.error);
       continue;
     }
     std::string err = r.err_ulp < 0 ? "-" : Sig3(r.err_ulp);
     if (!r.err_ok) err += "!";
-    std::fprintf(f, "%9s %8s %9s %8s %9s", Sig3(row.ns_row).c_str(),
-                 Sig3(row.gbps).c_str(), Fmt("%.2f", row.of_memcpy).c_str(),
-                 Fmt("%.2fx", row.vs_loop).c_str(),
-                 Fmt("%.2fx", row.vs_onednn).c_str());
-    if (unfused) {
-      std::fprintf(f, " %10s", Fmt("%.2fx", row.vs_unfused).c_str());
-    }
-    std::fprintf(f, " %7s\n", err.c_str());
+    fmt::print(f, "{:>9} {:>8} {:>9} {:>8} {:>9}", Sig3(row.ns_row),
+               Sig3(row.gbps), Fixed(row.of_memcpy, 2),
+               Fixed(row.vs_loop, 2, "x"), Fixed(row.vs_onednn, 2, "x"));
+    if (unfused) fmt::print(f, " {:>10}", Fixed(row.vs_unfused, 2, "x"));
+    fmt::print(f, " {:>7}\n", err);
     if (!r.note.empty() &&
         std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
       notes.push_back(r.note);
@@ -282,106 +227,95 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
                       (r.err_detail.empty() ? "" : "; " + r.err_detail));
     }
   }
-  for (const std::string& n : notes) std::fprintf(f, "note: %s\n", n.c_str());
+  for (const std::string& n : notes) fmt::print(f, "note: {}\n", n);
 }
 
 void WriteJson(std::FILE* f, const Meta& m,
                const std::vector<ConfigResult>& results) {
-  std::fprintf(f, "{\n  \"tool\": \"simdnorm-profile\",\n");
-  std::fprintf(f, "  \"version\": %s,\n", JsonString(m.version).c_str());
-  std::fprintf(
-      f,
-      "  \"machine\": {\"cpu\": %s, \"arch\": %s, "
-      "\"logical_cpus\": %u, \"caches\": %s, \"compiler\": %s, "
-      "\"load1_at_start\": %s, \"emulated\": %s},\n",
-      JsonString(m.machine.cpu).c_str(), JsonString(m.machine.arch).c_str(),
-      m.machine.logical_cpus, JsonString(m.machine.caches).c_str(),
-      JsonString(m.machine.compiler).c_str(),
-      JsonNumber(m.machine.load1 >= 0 ? m.machine.load1 : NAN).c_str(),
-      m.machine.emulated.empty() ? "null"
-                                 : JsonString(m.machine.emulated).c_str());
-  std::fprintf(f, "  \"isas\": [");
-  for (size_t i = 0; i < m.isas.size(); ++i) {
-    std::fprintf(f, "%s%s", i ? ", " : "", JsonString(m.isas[i]).c_str());
-  }
-  std::fprintf(f, "],\n  \"onednn\": %s,\n", JsonString(m.onednn).c_str());
-  std::fprintf(f,
-               "  \"reps\": %zu,\n  \"batch_ms\": %s,\n  \"wall_s\": %s,\n"
-               "  \"bytes_counted\": \"x read + y written, once per row\",\n"
-               "  \"bytes_counted_variants\": \"plus residual read and "
-               "sum_out written (fused add) and the int8 scales; "
-               "impl_bytes_per_call: what the implementation itself moves "
-               "(the unfused peer more)\",\n"
-               "  \"results\": [",
-               m.reps, JsonNumber(m.batch_ms).c_str(),
-               JsonNumber(m.wall_s).c_str());
-  bool first = true;
+  const Machine& mc = m.machine;
+  Json j = {
+      {"tool", "simdnorm-profile"},
+      {"version", m.version},
+      {"machine",
+       {{"cpu", mc.cpu},
+        {"arch", mc.arch},
+        {"logical_cpus", mc.logical_cpus},
+        {"caches", mc.caches},
+        {"compiler", mc.compiler},
+        {"load1_at_start", JsonNumber(mc.load1 >= 0 ? mc.load1 : NAN)},
+        {"emulated", JsonStringOrNull(mc.emulated)}}},
+      {"isas", m.isas},
+      {"onednn", m.onednn},
+      {"reps", m.reps},
+      {"batch_ms", JsonNumber(m.batch_ms)},
+      {"wall_s", JsonNumber(m.wall_s)},
+      {"bytes_counted", "x read + y written, once per row"},
+      {"bytes_counted_variants",
+       "plus residual read and sum_out written (fused add) and the int8 "
+       "scales; impl_bytes_per_call: what the implementation itself moves "
+       "(the unfused peer more)"},
+      {"results", Json::array()}};
   for (const Row& row : Rows(results)) {
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    std::fprintf(f, "%s\n    {", first ? "" : ",");
-    first = false;
-    std::fprintf(
-        f,
-        "\"kind\": \"%s\", \"x_type\": \"%s\", \"y_type\": \"%s\", "
-        "\"param_type\": \"%s\", \"cols\": %zu, \"rows\": %zu, "
-        "\"threads\": %zu, \"impl\": %s, \"impl_type\": \"%s\", "
-        "\"bytes_per_call\": %zu, \"ns_per_call_median\": %s, "
-        "\"ns_per_call_min\": %s, \"ns_per_row\": %s, \"gbps\": %s, "
-        "\"of_memcpy\": %s, \"vs_loop\": %s, \"vs_onednn\": %s, "
-        "\"err_ulp\": %s, \"err_ok\": %s, \"error\": %s, \"note\": %s, "
-        "\"variant\": %s, \"impl_bytes_per_call\": %zu, \"vs_unfused\": "
-        "%s, \"err_detail\": %s, \"x_offset\": %zu, \"y_offset\": %zu}",
-        KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
-        DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
-        JsonString(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
-        JsonNumber(r.error.empty() ? r.median_ns : NAN).c_str(),
-        JsonNumber(r.error.empty() ? r.min_ns : NAN).c_str(),
-        JsonNumber(row.ns_row).c_str(), JsonNumber(row.gbps).c_str(),
-        JsonNumber(row.of_memcpy).c_str(), JsonNumber(row.vs_loop).c_str(),
-        JsonNumber(row.vs_onednn).c_str(),
-        JsonNumber(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(),
-        r.err_ok ? "true" : "false",
-        r.error.empty() ? "null" : JsonString(r.error).c_str(),
-        r.note.empty() ? "null" : JsonString(r.note).c_str(),
-        JsonString(c.variant.Name()).c_str(),
-        r.bytes ? r.bytes : row.c->moved_bytes,
-        JsonNumber(row.vs_unfused).c_str(),
-        r.err_detail.empty() ? "null" : JsonString(r.err_detail).c_str(),
-        c.offset.x, c.offset.y);
+    const bool ok = r.error.empty();
+    j["results"].push_back({
+        {"kind", kind_name(c.kind)},
+        {"x_type", dtype_name(c.dtypes.x)},
+        {"y_type", dtype_name(c.dtypes.y)},
+        {"param_type", dtype_name(c.dtypes.param)},
+        {"cols", c.cols},
+        {"rows", c.rows},
+        {"threads", c.threads},
+        {"impl", r.name},
+        {"impl_type", TypeName(r.type)},
+        {"bytes_per_call", row.c->moved_bytes},
+        {"ns_per_call_median", JsonNumber(ok ? r.median_ns : NAN)},
+        {"ns_per_call_min", JsonNumber(ok ? r.min_ns : NAN)},
+        {"ns_per_row", JsonNumber(row.ns_row)},
+        {"gbps", JsonNumber(row.gbps)},
+        {"of_memcpy", JsonNumber(row.of_memcpy)},
+        {"vs_loop", JsonNumber(row.vs_loop)},
+        {"vs_onednn", JsonNumber(row.vs_onednn)},
+        {"err_ulp", JsonNumber(r.err_ulp < 0 ? NAN : r.err_ulp)},
+        {"err_ok", r.err_ok},
+        {"error", JsonStringOrNull(r.error)},
+        {"note", JsonStringOrNull(r.note)},
+        {"variant", c.variant.name()},
+        {"impl_bytes_per_call", r.bytes ? r.bytes : row.c->moved_bytes},
+        {"vs_unfused", JsonNumber(row.vs_unfused)},
+        {"err_detail", JsonStringOrNull(r.err_detail)},
+        {"x_offset", c.offset.x},
+        {"y_offset", c.offset.y},
+    });
   }
-  std::fprintf(f, "\n  ]\n}\n");
+  std::fputs(simdnorm_tools::JsonDump(j).c_str(), f);
 }
 
 void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
-  std::fprintf(f,
-               "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
-               "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
-               "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error,"
-               "variant,impl_bytes_per_call,vs_unfused,x_offset,y_offset\n");
+  fmt::print(f,
+             "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
+             "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
+             "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error,"
+             "variant,impl_bytes_per_call,vs_unfused,x_offset,y_offset\n");
   auto num = [](double v) {
-    if (!std::isfinite(v)) return std::string();
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "%.6g", v);
-    return std::string(buf);
+    return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string();
   };
   for (const Row& row : Rows(results)) {
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    std::fprintf(
-        f,
-        "%s,%s,%s,%s,%zu,%zu,%zu,%s,%s,%zu,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%zu,"
-        "%s,%zu,%zu\n",
-        KindName(c.kind), DTypeName(c.dtypes.x), DTypeName(c.dtypes.y),
-        DTypeName(c.dtypes.param), c.cols, c.rows, c.threads,
-        CsvField(r.name).c_str(), TypeName(r.type), row.c->moved_bytes,
-        num(r.error.empty() ? r.median_ns : NAN).c_str(),
-        num(r.error.empty() ? r.min_ns : NAN).c_str(), num(row.ns_row).c_str(),
-        num(row.gbps).c_str(), num(row.of_memcpy).c_str(),
-        num(row.vs_loop).c_str(), num(row.vs_onednn).c_str(),
-        num(r.err_ulp < 0 ? NAN : r.err_ulp).c_str(), CsvField(r.error).c_str(),
-        c.variant.Name().c_str(), r.bytes ? r.bytes : row.c->moved_bytes,
-        num(row.vs_unfused).c_str(), c.offset.x, c.offset.y);
+    const bool ok = r.error.empty();
+    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},", kind_name(c.kind),
+               dtype_name(c.dtypes.x), dtype_name(c.dtypes.y),
+               dtype_name(c.dtypes.param), c.cols, c.rows, c.threads,
+               CsvField(r.name), TypeName(r.type), row.c->moved_bytes);
+    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+               num(ok ? r.median_ns : NAN), num(ok ? r.min_ns : NAN),
+               num(row.ns_row), num(row.gbps), num(row.of_memcpy),
+               num(row.vs_loop), num(row.vs_onednn),
+               num(r.err_ulp < 0 ? NAN : r.err_ulp), CsvField(r.error),
+               c.variant.name(), r.bytes ? r.bytes : row.c->moved_bytes,
+               num(row.vs_unfused), c.offset.x, c.offset.y);
   }
 }
 
@@ -447,7 +381,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
   if (!m.machine.emulated.empty())
     sub += " - EMULATED: not performance figures";
   std::fprintf(f, "<text x=\"%.0f\" y=\"40\" fill=\"#444\">%s</text>\n", left,
-               XmlText(sub).c_str());
+               simdnorm_tools::XmlEscape(sub).c_str());
   // Axis and grid.
   for (int i = 0; i <= ticks; ++i) {
     const double v = step * i;
@@ -480,14 +414,15 @@ void WriteSvg(std::FILE* f, const Meta& m,
                    "height=\"%.1f\" fill=\"%s\"><title>%s: %s GB/s, %s "
                    "ns/row</title></rect>\n",
                    x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1,
-                   h, color(row.r->name).c_str(), XmlText(row.r->name).c_str(),
+                   h, color(row.r->name).c_str(),
+                   simdnorm_tools::XmlEscape(row.r->name).c_str(),
                    Sig3(row.gbps).c_str(), Sig3(row.ns_row).c_str());
     }
     const Config& cf = c.config;
     const std::string lines[3] = {
         std::string(cf.kind == SIMDNORM_RMSNORM ? "RMS " : "LN ") +
             DTypesName(cf.dtypes) +
-            (cf.variant.plain() ? "" : " " + cf.variant.Name()),
+            (cf.variant.plain() ? "" : " " + cf.variant.name()),
         std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
         ThreadsName(cf.threads) + " thr" +
             (cf.offset.zero() ? "" : " +" + OffsetName(cf.offset))};
@@ -496,7 +431,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
                    "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
                    "font-size=\"10\">%s</text>\n",
                    x0 + group_w / 2, top + plot_h + 14 + 13 * i,
-                   XmlText(lines[i]).c_str());
+                   simdnorm_tools::XmlEscape(lines[i]).c_str());
     }
   }
   // Legend.
@@ -507,7 +442,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
                  "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
                  lx, ly, color(s).c_str(), lx + 16, ly + 10,
-                 XmlText(s).c_str());
+                 simdnorm_tools::XmlEscape(s).c_str());
     lx += 28 + 7.0 * static_cast<double>(s.size());
   }
   std::fprintf(f, "</svg>\n");
@@ -524,9 +459,7 @@ std::string MarkdownSummary(const Meta& m,
     }
   }
   const std::string first = m.isas.empty() ? "" : m.isas.front();
-  std::string isas;
-  for (const std::string& s : m.isas) isas += (isas.empty() ? "" : ", ") + s;
-  char buf[512];
+  const std::string isas = fmt::format("{}", fmt::join(m.isas, ", "));
   std::string out;
   if (!m.machine.emulated.empty()) {
     out += "**Measured under emulation (" + m.machine.emulated +
@@ -537,18 +470,16 @@ std::string MarkdownSummary(const Meta& m,
          " logical CPUs; " + m.machine.caches + "), " + m.machine.compiler +
          "; ISAs " + isas + "; peers: memcpy, the hand-written loop (" +
          m.loop_flags + "), " + m.onednn + ".\n";
-  std::snprintf(buf, sizeof(buf),
-                "Median of %zu interleaved batches of ~%.3g ms each; the "
-                "whole run took %.1f s",
-                m.reps, m.batch_ms, m.wall_s);
-  out += buf;
+  out += fmt::format(
+      "Median of {} interleaved batches of ~{:.3g} ms each; the whole run "
+      "took {:.1f} s",
+      m.reps, m.batch_ms, m.wall_s);
   if (m.machine.load1 >= 0) {
-    std::snprintf(buf, sizeof(buf), "; 1-minute load average at start %.2f%s",
-                  m.machine.load1,
-                  m.machine.load1 >= 0.5
-                      ? " (other processes were running: noisy numbers)"
-                      : "");
-    out += buf;
+    out += fmt::format("; 1-minute load average at start {:.2f}{}",
+                       m.machine.load1,
+                       m.machine.load1 >= 0.5
+                           ? " (other processes were running: noisy numbers)"
+                           : "");
   }
   out += ".\n\n";
   const bool unfused = AnyUnfused(results);
@@ -580,10 +511,9 @@ std::string MarkdownSummary(const Meta& m,
   const std::vector<Row> rows = Rows(results);
   for (const ConfigResult& c : results) {
     const Config& cf = c.config;
-    std::snprintf(buf, sizeof(buf), "| %s | %s | %zu | %zu | %s |",
-                  KindVariant(cf).c_str(), DTypesName(cf.dtypes).c_str(),
-                  cf.cols, cf.rows, ThreadsName(cf.threads).c_str());
-    out += buf;
+    out += fmt::format("| {} | {} | {} | {} | {} |", KindVariant(cf),
+                       DTypesName(cf.dtypes), cf.cols, cf.rows,
+                       ThreadsName(cf.threads));
     if (offsets) out += " " + OffsetName(cf.offset) + " |";
     const Row* lead = nullptr;
     for (const std::string& name : impls) {
@@ -597,10 +527,10 @@ std::string MarkdownSummary(const Meta& m,
       out += " " + cell + " |";
     }
     if (lead) {
-      out += " " + Sig3(lead->gbps) + " | " + Fmt("%.2f", lead->of_memcpy) +
-             " | " + Fmt("%.2fx", lead->vs_loop) + " | " +
-             Fmt("%.2fx", lead->vs_onednn) + " |";
-      if (unfused) out += " " + Fmt("%.2fx", lead->vs_unfused) + " |";
+      out += fmt::format(
+          " {} | {} | {} | {} |", Sig3(lead->gbps), Fixed(lead->of_memcpy, 2),
+          Fixed(lead->vs_loop, 2, "x"), Fixed(lead->vs_onednn, 2, "x"));
+      if (unfused) out += " " + Fixed(lead->vs_unfused, 2, "x") + " |";
     } else {
       out += unfused ? " | | | | |" : " | | | |";
     }

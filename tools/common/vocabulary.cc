@@ -1,9 +1,42 @@
-#include "variant.h"
+#include "common/vocabulary.h"
+
+#include <strings.h>
 
 #include <cerrno>
 #include <cstdlib>
 
-namespace simdnorm_accuracy {
+namespace simdnorm_tools {
+
+const char* dtype_name(simdnorm_dtype t) {
+  switch (t) {
+    case SIMDNORM_BF16:
+      return "bf16";
+    case SIMDNORM_F16:
+      return "f16";
+    case SIMDNORM_I8:
+      return "i8";
+    default:
+      return "f32";
+  }
+}
+
+bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
+  auto is = [&](const char* name) { return strcasecmp(s.c_str(), name) == 0; };
+  if (is("f32") || is("fp32") || is("float")) {
+    *t = SIMDNORM_F32;
+  } else if (is("bf16")) {
+    *t = SIMDNORM_BF16;
+  } else if (is("f16") || is("fp16") || is("half")) {
+    *t = SIMDNORM_F16;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+const char* kind_name(simdnorm_kind k) {
+  return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
+}
 
 std::string Variant::name() const {
   std::string s;
@@ -71,4 +104,4 @@ std::vector<Variant> default_variants() {
   return out;
 }
 
-}  // namespace simdnorm_accuracy
+}  // namespace simdnorm_tools
