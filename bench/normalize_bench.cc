@@ -91,7 +91,8 @@ constexpr size_t kQkRows[] = {4096, 32768};
 constexpr size_t kQkStridedRows = 4096;
 constexpr size_t kQkStride = 4096;
 
-// The norm, then the next layer reading y: hidden 896, one thread.
+// The norm, then the next layer reading y; and correct rounding against
+// SIMDNORM_FAST_ROUNDING: hidden 896, one thread.
 constexpr size_t kThenDotRows[] = {64, 4096};
 
 // Default subset (no --benchmark_filter given): two hidden sizes, decode,
@@ -413,6 +414,15 @@ void RegisterAll() {
                       Shape(k.kind, kDTypes[ti], 896, rows, 1, k.beta),
                       then_dot);
       }
+    }
+    // What correct rounding costs: bf16 calls with the default rounding and
+    // the same calls with SIMDNORM_FAST_ROUNDING, side by side.
+    for (size_t rows : kThenDotRows) {
+      ProblemShape s = Shape(k.kind, kDTypes[1], 896, rows, 1, k.beta);
+      RegisterShape(k.name, kDTypes[1].name, s, isas);
+      s.flags = SIMDNORM_FAST_ROUNDING;
+      RegisterShape(std::string(k.name) + "_fast_rounding", kDTypes[1].name, s,
+                    isas);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "lib/dyadic.h"
 
@@ -281,6 +282,265 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
         const double xz = s != 0 ? s : (row.layernorm ? 0.0 : x);
         return SignedZero(xz * g + b);
       });
+}
+
+float CrWeights::G(size_t j) const {
+  if (gamma == nullptr) return scale;
+  const float g = LoadAsFloat(gamma, type, j);
+  return has_offset ? g + offset : g;
+}
+
+float CrWeights::B(size_t j) const {
+  return beta ? LoadAsFloat(beta, type, j) : -0.0f;
+}
+
+namespace {
+
+// y_j = a / sqrt(d) + b exactly (d the row's D of XhatOf), so that sums of
+// such values with integer factors compare exactly (SignOfRatioMinus).
+struct ExactY {
+  Dyadic a, b;
+};
+
+ExactY ExactYOf(const CrRow& row, size_t j, float g, float b, CrCache& cache) {
+  const Dyadic dg = Dyadic::FromDouble(g), db = Dyadic::FromDouble(b);
+  if (row.round_normalized && row.x_type != SIMDNORM_F32) {
+    return {Dyadic(), Dyadic::FromDouble(RoundedXhat(row, j, cache)) * dg + db};
+  }
+  const ExactXhat f =
+      XhatOf(row, Exact(row, cache), LoadAsFloat(row.x, row.x_storage, j));
+  return {f.p0 * dg, db};
+}
+
+Dyadic RowD(const CrRow& row, CrCache& cache) {
+  return XhatOf(row, Exact(row, cache), 0.0).d;
+}
+
+// sign(s1 y1 - s2 y2 - c) for signs s1, s2 in {-1, 0, 1}.
+int SignOfCombination(int s1, const ExactY& y1, int s2, const ExactY& y2,
+                      const Dyadic& d, const Dyadic& c) {
+  const Dyadic k1 = Dyadic::FromDouble(s1), k2 = Dyadic::FromDouble(s2);
+  const Dyadic a = k1 * y1.a - k2 * y2.a, b = k1 * y1.b - k2 * y2.b;
+  return SignOfRatioMinus(a, d, c - b);
+}
+
+// y_j in double within *e (false: no bound for this row).
+bool YInDouble(const CrRow& row, size_t j, float g, float b, CrCache& cache,
+               double* y, double* e) {
+  if (row.round_normalized && row.x_type != SIMDNORM_F32) {
+    *y = std::fma(RoundedXhat(row, j, cache), g, b);
+    *e = 4 * kU * std::fabs(*y) + 0x1p-1060;
+    return true;
+  }
+  const XhatF64 v = XhatInDouble(row, j);
+  if (v.err < 0.0) return false;
+  *y = std::fma(v.xh, g, b);
+  *e =
+      std::fabs(g) * v.err * (1 + 0x1p-40) + 4 * kU * std::fabs(*y) + 0x1p-1060;
+  return true;
+}
+
+// The code in [lo, hi] (codes of positive floats, or integers k) of an
+// exact value by bisection on the boundaries mid(k) between k and k + 1,
+// sign_of(m) = sign(value - m); ties to the even code.
+template <class Mid, class SignOf>
+int64_t BisectCodes(int64_t lo, int64_t hi, const Mid& mid,
+                    const SignOf& sign_of) {
+  while (lo < hi) {
+    const int64_t k = lo + (hi - lo) / 2;
+    const int s = sign_of(Dyadic::FromDouble(mid(k)));
+    if (s < 0) {
+      hi = k;
+    } else if (s > 0) {
+      lo = k + 1;
+    } else {
+      return (k % 2 == 0) ? k : k + 1;
+    }
+  }
+  return lo;
+}
+
+double FloatOfCode(int64_t c) {
+  const uint32_t u = static_cast<uint32_t>(c);
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+int64_t CodeOfFloat(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+// round-half-even(y / scale) clamped, for y in [y0 - e, y0 + e] (e < 0:
+// anywhere).
+int8_t QuantizeExact(const ExactY& y, const Dyadic& d, double y0, double e,
+                     float scale) {
+  int64_t lo = -128, hi = 128;
+  if (e >= 0.0) {
+    const double w = e * (1 + 0x1p-40) + 4 * kU * std::fabs(y0);
+    lo = std::max<int64_t>(lo, std::llround(std::floor((y0 - w) / scale)) - 1);
+    hi = std::min<int64_t>(hi, std::llround(std::ceil((y0 + w) / scale)) + 1);
+    if (lo > hi) lo = hi;
+  }
+  const Dyadic ds = Dyadic::FromDouble(scale);
+  const int64_t k = BisectCodes(
+      lo, hi, [](int64_t k) { return static_cast<double>(k) + 0.5; },
+      [&](const Dyadic& m) { return SignOfRatioMinus(y.a, d, m * ds - y.b); });
+  return static_cast<int8_t>(
+      std::min<int64_t>(127, std::max<int64_t>(-127, k)));
+}
+
+}  // namespace
+
+int8_t CorrectlyRoundedQ(const CrRow& row, size_t j, float g, float b,
+                         float scale, CrCache& cache) {
+  double y0 = 0.0, e = -1.0;
+  if (YInDouble(row, j, g, b, cache, &y0, &e)) {
+    const double w = e * (1 + 0x1p-40) + 4 * kU * std::fabs(y0);
+    const double lo = std::nearbyint((y0 - w) / scale * (1 - 0x1p-50));
+    const double hi = std::nearbyint((y0 + w) / scale * (1 + 0x1p-50));
+    const double l2 = std::nearbyint((y0 - w) / scale * (1 + 0x1p-50));
+    const double h2 = std::nearbyint((y0 + w) / scale * (1 - 0x1p-50));
+    if (lo == hi && l2 == lo && h2 == lo) {
+      return static_cast<int8_t>(std::fmin(127.0, std::fmax(-127.0, lo)));
+    }
+  }
+  return QuantizeExact(ExactYOf(row, j, g, b, cache), RowD(row, cache), y0, e,
+                       scale);
+}
+
+void CorrectlyRoundedInt8(const CrRow& row, const CrWeights& w, size_t j0,
+                          size_t j1, int8_t* q, float* scale, CrCache& cache) {
+  const size_t m = j1 - j0;
+  std::fill(q, q + m, int8_t{0});
+  *scale = 0.0f;
+  // Weights that are not finite make y inf or NaN (xhat * inf, or + inf):
+  // the scale is NaN if any y is, else inf, and q = 0.
+  bool finite = true;
+  for (size_t j = j0; j < j1; ++j) {
+    finite = finite && std::isfinite(w.G(j)) && std::isfinite(w.B(j));
+  }
+  if (!finite) {
+    CrRow bf16_row = row;  // y's bf16 rounding tells NaN from inf
+    bf16_row.y_type = SIMDNORM_BF16;
+    bool nan = false;
+    for (size_t j = j0; j < j1; ++j) {
+      const uint16_t bits =
+          CorrectlyRoundedBits(bf16_row, j, w.G(j), w.B(j), cache);
+      nan = nan || (bits & 0x7FFF) > 0x7F80;
+    }
+    *scale = nan ? NAN : INFINITY;
+    return;
+  }
+  std::vector<double> y(m), e(m);
+  bool bounded = true;
+  double lower = 0.0, upper = 0.0;
+  for (size_t i = 0; i < m; ++i) {
+    bounded = bounded && YInDouble(row, j0 + i, w.G(j0 + i), w.B(j0 + i), cache,
+                                   &y[i], &e[i]);
+    if (!bounded) break;
+    lower = std::max(lower, std::fabs(y[i]) - e[i]);
+    upper = std::max(upper, std::fabs(y[i]) + e[i]);
+  }
+  // Exact values and signs, where the double ones do not settle them.
+  std::vector<ExactY> ex(m);
+  std::vector<int> sign(m, 2);  // 2: not known yet
+  const auto exact_y = [&](size_t i) -> const ExactY& {
+    if (sign[i] == 2) {
+      ex[i] = ExactYOf(row, j0 + i, w.G(j0 + i), w.B(j0 + i), cache);
+      sign[i] = SignOfRatioMinus(ex[i].a, RowD(row, cache), Dyadic() - ex[i].b);
+    }
+    return ex[i];
+  };
+  // Candidates for the largest |y|.
+  std::vector<size_t> cand;
+  for (size_t i = 0; i < m; ++i) {
+    if (!bounded || std::fabs(y[i]) + e[i] >= lower) cand.push_back(i);
+  }
+  float sc = 0.0f;
+  const double lo = lower / 127 * (1 - 0x1p-50),
+               hi = upper / 127 * (1 + 0x1p-50);
+  if (bounded && lower > 0.0 &&
+      static_cast<float>(lo) == static_cast<float>(hi)) {
+    sc = static_cast<float>(lo);
+  } else {
+    const Dyadic d = RowD(row, cache);
+    size_t best = cand[0];
+    exact_y(best);
+    for (size_t k = 1; k < cand.size(); ++k) {
+      const size_t i = cand[k];
+      exact_y(i);
+      if (SignOfCombination(sign[i], ex[i], sign[best], ex[best], d, Dyadic()) >
+          0) {
+        best = i;
+      }
+    }
+    if (sign[best] == 0) return;  // every y is 0: scale 0, q 0
+    const ExactY& mx = ex[best];
+    const int sb = sign[best];
+    const Dyadic k127 = Dyadic::FromDouble(127.0);
+    const int64_t code = BisectCodes(
+        bounded ? CodeOfFloat(static_cast<float>(lo)) : 0,
+        bounded ? CodeOfFloat(static_cast<float>(hi)) : 0x7F800000,
+        [](int64_t c) {
+          return c + 1 == 0x7F800000
+                     ? 0x1.FFFFFFp127
+                     : (FloatOfCode(c) + FloatOfCode(c + 1)) / 2;
+        },
+        [&](const Dyadic& mid) {  // sign(max|y| - 127 mid)
+          return SignOfCombination(sb, mx, 0, mx, d, k127 * mid);
+        });
+    sc = static_cast<float>(FloatOfCode(code));
+  }
+  *scale = sc;
+  if (!(sc > 0.0f) || !std::isfinite(sc)) return;  // q = 0
+  for (size_t i = 0; i < m; ++i) {
+    const size_t j = j0 + i;
+    q[i] = CorrectlyRoundedQ(row, j, w.G(j), w.B(j), sc, cache);
+  }
+}
+
+uint16_t RoundExactValue(simdnorm_dtype t, double y) {
+  return std::isnan(y) ? NaNBits(t) : Round16(t, y);
+}
+
+void Int8FromExactValues(const double* y, size_t m, int8_t* q, float* scale) {
+  std::fill(q, q + m, int8_t{0});
+  double mx = 0.0;
+  for (size_t i = 0; i < m; ++i) {
+    if (std::isnan(y[i])) {
+      *scale = NAN;
+      return;
+    }
+    mx = std::max(mx, std::fabs(y[i]));
+  }
+  *scale = static_cast<float>(mx);
+  if (mx == 0.0 || std::isinf(mx)) return;  // 0 or inf, q = 0
+  // fl32(mx / 127) and round-half-even(y / scale), exactly.
+  const Dyadic dm = Dyadic::FromDouble(mx), k127 = Dyadic::FromDouble(127.0);
+  const double guess = mx / 127;
+  const int64_t code = BisectCodes(
+      CodeOfFloat(static_cast<float>(guess * (1 - 0x1p-40))),
+      CodeOfFloat(static_cast<float>(guess * (1 + 0x1p-40))),
+      [](int64_t c) {
+        return c + 1 == 0x7F800000 ? 0x1.FFFFFFp127
+                                   : (FloatOfCode(c) + FloatOfCode(c + 1)) / 2;
+      },
+      [&](const Dyadic& mid) { return dm.Compare(k127 * mid); });
+  const float sc = static_cast<float>(FloatOfCode(code));
+  *scale = sc;
+  if (!(sc > 0.0f) || !std::isfinite(sc)) return;
+  const Dyadic ds = Dyadic::FromDouble(sc);
+  for (size_t i = 0; i < m; ++i) {
+    const Dyadic dy = Dyadic::FromDouble(y[i]);
+    const int64_t k = BisectCodes(
+        -128, 128, [](int64_t k) { return static_cast<double>(k) + 0.5; },
+        [&](const Dyadic& h) { return dy.Compare(h * ds); });
+    q[i] =
+        static_cast<int8_t>(std::min<int64_t>(127, std::max<int64_t>(-127, k)));
+  }
 }
 
 RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,

@@ -66,6 +66,37 @@ struct CrCache {
 uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
                               CrCache& cache);
 
+// The weights of a row as the kernels form them: g = gamma (+ offset, in
+// fp32) or `scale` without gamma; b = beta or -0.
+struct CrWeights {
+  const void* gamma;
+  const void* beta;
+  simdnorm_dtype type;
+  float offset, scale;
+  bool has_offset;
+  float G(size_t j) const;
+  float B(size_t j) const;
+};
+
+// int8 output of the elements [j0, j1) of a row, from the exact y: *scale =
+// fl32(max|y| / 127) (0 for a group of zeros; inf or NaN where a weight is
+// not finite, with q = 0) and q = round-half-even(y / *scale) in [-127,
+// 127].
+void CorrectlyRoundedInt8(const CrRow& row, const CrWeights& w, size_t j0,
+                          size_t j1, int8_t* q, float* scale, CrCache& cache);
+
+// q_j = round-half-even(y_j / scale) in [-127, 127] from the exact y_j, for
+// a positive finite fp32 scale (the kernels' lanes that a vector test could
+// not decide).
+int8_t CorrectlyRoundedQ(const CrRow& row, size_t j, float g, float b,
+                         float scale, CrCache& cache);
+
+// Rows whose y values are exact doubles (RMSNorm of a row with an inf and no
+// NaN: xhat is +-0, or NaN at the inf): the 16-bit bits of y (NaN: the
+// default NaN), and int8 of a group of m such values as above.
+uint16_t RoundExactValue(simdnorm_dtype t, double y);
+void Int8FromExactValues(const double* y, size_t m, int8_t* q, float* scale);
+
 // xhat_j rounded once to row.x_type (BF16 or F16), as a double: Hugging
 // Face's order rounds it before the scale.
 double RoundedXhat(const CrRow& row, size_t j, CrCache& cache);

@@ -39,6 +39,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -955,11 +956,11 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
 // exactly. docs/accuracy.md has the argument.
 
 template <typename T>
-inline constexpr simdnorm_dtype kDType = std::is_same_v<T, float>
-                                             ? SIMDNORM_F32
-                                             : (std::is_same_v<T, bf16_t>
-                                                    ? SIMDNORM_BF16
-                                                    : SIMDNORM_F16);
+inline constexpr simdnorm_dtype kDType =
+    std::is_same_v<T, float>    ? SIMDNORM_F32
+    : std::is_same_v<T, bf16_t> ? SIMDNORM_BF16
+    : std::is_same_v<T, f16_t>  ? SIMDNORM_F16
+                                : SIMDNORM_I8;
 
 template <typename TY>
 inline constexpr bool kRounds16 =
@@ -1062,26 +1063,17 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
   return true;
 }
 
-// One vector of a checked row: its results y, and the lanes that round as
-// the exact values do (the others are decided again). kHF: xhat rounded to
-// x's type first (Hugging Face's order).
-//
-// The bound on |y - exact y|: y's own rounding, and |g| times t's bound,
-// where |g| + 2^-24 keeps the bound nonzero where t is inexact and g is 0
-// (the sign of a zero y) and at least 2^-150 (a subnormal y's rounding),
-// as t's bound is at least 2^-126 there (CheckedScale).
-template <bool kLayerNorm, bool kHF, At kAt, class DF, typename TX, typename TY,
-          typename TP>
-HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
-                                  const Weights<TP>& w, size_t i, size_t count,
-                                  hn::Vec<DF> m, hn::Vec<DF> mul,
-                                  hn::Vec<DF> add, hn::Vec<DF> alpha,
-                                  hn::Vec<DF> beta, hn::Vec<DF>& y) {
-  const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
-  hn::Vec<DF> g, b;
+// The terms of one vector of a checked row: t, the bound et on |t - exact
+// xhat| (CheckedScale), and the weights.
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+HWY_INLINE void TermsAt(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
+                        size_t i, size_t count, hn::Vec<DF> m, hn::Vec<DF> mul,
+                        hn::Vec<DF> add, hn::Vec<DF> alpha, hn::Vec<DF> beta,
+                        hn::Vec<DF>& t, hn::Vec<DF>& et, hn::Vec<DF>& g,
+                        hn::Vec<DF>& b) {
   WeightsAt<kAt>(df, w, i, count, g, b);
   const auto xv = LoadAt<kAt>(df, x + i, count);
-  hn::Vec<DF> d = xv, t;
+  hn::Vec<DF> d = xv;
   if constexpr (kLayerNorm) {
     d = hn::Sub(xv, m);
     t = hn::MulAdd(d, mul, add);
@@ -1090,13 +1082,50 @@ HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
     (void)add;
     t = hn::Mul(xv, mul);
   }
-  auto et = hn::MulAdd(hn::Abs(d), alpha, beta);
+  et = hn::MulAdd(hn::Abs(d), alpha, beta);
   if constexpr (!kLayerNorm) {  // x != 0: t may be subnormal
     et = hn::Add(et, hn::IfThenElseZero(hn::Ne(d, hn::Zero(df)),
                                         hn::Set(df, 0x1p-126f)));
   }
+}
+
+// y = t * g + b and the bound on |y - exact y|: y's own rounding, and |g|
+// times t's bound, where |g| + 2^-24 keeps the bound nonzero where t is
+// inexact and g is 0 (the sign of a zero y) and at least 2^-150 (a
+// subnormal y's rounding), as t's bound is at least 2^-126 there
+// (CheckedScale).
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+HWY_INLINE hn::Vec<DF> ResultBoundAt(DF df, const TX* HWY_RESTRICT x,
+                                     const Weights<TP>& w, size_t i,
+                                     size_t count, hn::Vec<DF> m,
+                                     hn::Vec<DF> mul, hn::Vec<DF> add,
+                                     hn::Vec<DF> alpha, hn::Vec<DF> beta,
+                                     hn::Vec<DF>& y) {
+  const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
+  hn::Vec<DF> t, et, g, b;
+  TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t, et,
+                           g, b);
+  y = GammaBeta(df, t, g, b);
+  const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
+  return hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y)));
+}
+
+// One vector of a checked row: its results y, and the lanes that round as
+// the exact values do (the others are decided again). kHF: xhat rounded to
+// x's type first (Hugging Face's order).
+template <bool kLayerNorm, bool kHF, At kAt, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
+                                  const Weights<TP>& w, size_t i, size_t count,
+                                  hn::Vec<DF> m, hn::Vec<DF> mul,
+                                  hn::Vec<DF> add, hn::Vec<DF> alpha,
+                                  hn::Vec<DF> beta, hn::Vec<DF>& y) {
   hn::Mask<DF> clear;
   if constexpr (kHF) {
+    const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
+    hn::Vec<DF> t, et, g, b;
+    TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t,
+                             et, g, b);
     const auto tx = RoundTo<TX>(df, t);
     y = GammaBeta(df, tx, g, b);
     // Only y's rounding is left; a floor where t is not 0 for a subnormal y.
@@ -1105,42 +1134,84 @@ HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
         hn::IfThenElseZero(hn::Ne(tx, hn::Zero(df)), hn::Set(df, 0x1p-126f)));
     clear = hn::And(RoundsClear<TX>(df, t, et), RoundsClear<TY>(df, y, ey));
   } else {
-    y = GammaBeta(df, t, g, b);
-    const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
-    clear = RoundsClear<TY>(df, y, hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y))));
+    const auto e = ResultBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul,
+                                                  add, alpha, beta, y);
+    clear = RoundsClear<TY>(df, y, e);
   }
-  if constexpr (kAt == At::kTail)
+  if constexpr (kAt == At::kTail) {
     clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
+  }
   return clear;
 }
 
 // Element j of a row decided by lib/correct_rounding.h, its weights as
 // WeightsAt forms them.
-template <typename TY, typename TP>
-HWY_INLINE void DecideElement(const Weights<TP>& w, const internal::CrRow& cr,
-                              internal::CrCache& cache, size_t j, TY* y) {
-  float g = w.scale;
+template <typename TP>
+HWY_INLINE void WeightsOfElement(const Weights<TP>& w, size_t j, float& g,
+                                 float& b) {
+  g = w.scale;
   if (w.gamma) {
     g = ToFloat(w.gamma[j]);
     if (w.has_offset) g = g + w.offset;
   }
-  const float b = w.beta ? ToFloat(w.beta[j]) : -0.0f;
+  b = w.beta ? ToFloat(w.beta[j]) : -0.0f;
+}
+
+template <typename TY, typename TP>
+HWY_INLINE void DecideElement(const Weights<TP>& w, const internal::CrRow& cr,
+                              internal::CrCache& cache, size_t j, TY* y) {
+  float g, b;
+  WeightsOfElement(w, j, g, b);
   const uint16_t bits = internal::CorrectlyRoundedBits(cr, j, g, b, cache);
   std::memcpy(y + j, &bits, sizeof(bits));
 }
 
-template <class DF, typename TY, typename TP>
-HWY_NOINLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
-                              TY* y, const Weights<TP>& w,
-                              const internal::CrRow& cr,
-                              internal::CrCache& cache) {
+// RMSNorm of a row with an inf and no NaN: 1/sqrt is 0, so xhat is +-0 (x's
+// sign), NaN at the inf, and y = xhat * g + b is known exactly.
+template <typename TX, typename TY, typename TP>
+HWY_NOINLINE void RMSNormInfRow(const TX* h, TY* y, float* scales, size_t group,
+                                const Weights<TP>& w, size_t n) {
+  std::vector<double> v(n);
+  for (size_t j = 0; j < n; ++j) {
+    const float x = ToFloat(h[j]);
+    float g, b;
+    WeightsOfElement(w, j, g, b);
+    v[j] = (std::isinf(x) ? NAN : std::copysign(0.0, x)) * g + b;
+  }
+  if constexpr (std::is_same_v<TY, int8_t>) {
+    for (size_t g0 = 0; g0 < n; g0 += group) {
+      const size_t m = n - g0 > group ? group : n - g0;
+      internal::Int8FromExactValues(v.data() + g0, m, y + g0, scales++);
+    }
+  } else {
+    for (size_t j = 0; j < n; ++j) {
+      const uint16_t bits = internal::RoundExactValue(kDType<TY>, v[j]);
+      std::memcpy(y + j, &bits, sizeof(bits));
+    }
+  }
+}
+
+// Calls f(l) for each lane l < count of `flags` (from VecFromMask) that is
+// set: the rare lanes a vector test leaves to the scalar decisions.
+template <class DF, class F>
+HWY_NOINLINE void ForSetLanes(DF df, hn::Vec<DF> flags, size_t count,
+                              const F& f) {
   HWY_ALIGN float lanes[kMaxFloatLanes];
   hn::Store(flags, df, lanes);
   for (size_t l = 0; l < count; ++l) {
     uint32_t set;
     std::memcpy(&set, &lanes[l], sizeof(set));
-    if (set != 0) DecideElement(w, cr, cache, i + l, y);
+    if (set != 0) f(l);
   }
+}
+
+template <class DF, typename TY, typename TP>
+HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
+                            TY* y, const Weights<TP>& w,
+                            const internal::CrRow& cr,
+                            internal::CrCache& cache) {
+  ForSetLanes(df, flags, count,
+              [&](size_t l) { DecideElement(w, cr, cache, i + l, y); });
 }
 
 // A row of 16-bit y, correctly rounded. x is never y (NormRowsChecked
@@ -1174,6 +1245,110 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
     if (!hn::AllTrue(df, clear)) {
       DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
                   cache);
+    }
+  }
+}
+
+// q = y * inv is within e * inv + 2u|q| of y_exact / scale (inv's and the
+// product's roundings): clear when no half-integer is that close.
+template <class DF>
+HWY_INLINE hn::Mask<DF> QuantClear(DF df, hn::Vec<DF> e, hn::Vec<DF> q,
+                                   hn::Vec<DF> inv) {
+  const auto eq = hn::MulAdd(hn::Mul(e, inv), hn::Set(df, 1.0f + 0x1p-20f),
+                             hn::Mul(hn::Set(df, 3 * 0x1p-24f), hn::Abs(q)));
+  const auto dist = hn::Abs(hn::Sub(q, hn::Round(q)));
+  return hn::Lt(hn::Add(dist, eq), hn::Set(df, 0.5f));
+}
+
+// The lanes of `flags` (of the `count` elements at `at`) decided exactly.
+template <class DF>
+HWY_INLINE void DecideQuantLanes(DF df, hn::Vec<DF> flags, size_t at,
+                                 size_t count, int8_t* y,
+                                 const internal::CrRow& cr,
+                                 const internal::CrWeights& crw, float scale,
+                                 internal::CrCache& cache) {
+  ForSetLanes(df, flags, count, [&](size_t l) {
+    y[at + l] = internal::CorrectlyRoundedQ(cr, at + l, crw.G(at + l),
+                                            crw.B(at + l), scale, cache);
+  });
+}
+
+// int8 output of a checked row, group by group, from the exact y: bounds
+// of max|y| from the fp32 results and their bounds; when they give one fp32
+// scale = fl32(max|y| / 127), q = round-half-even(y / scale) by vectors,
+// the lanes within their bound of a half-integer decided again. Groups whose
+// scale the bounds leave open (ties for the maximum, a scale next to a
+// rounding boundary, tiny or non-finite values) are decided by
+// internal::CorrectlyRoundedInt8.
+template <bool kLayerNorm, class DF, typename TX, typename TP>
+HWY_NOINLINE void ApplyRowQuantChecked(DF df, const TX* x, int8_t* y,
+                                       float* scales, size_t group,
+                                       const Weights<TP> w, size_t n,
+                                       RowScale k, RowBound bound,
+                                       const internal::CrRow& cr,
+                                       const internal::CrWeights& crw) {
+  const size_t N = hn::Lanes(df);
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
+  internal::CrCache cache;
+  hn::Vec<DF> v;
+  for (size_t g0 = 0; g0 < n; g0 += group) {
+    const size_t g1 = n - g0 > group ? g0 + group : n;
+    float* scale = scales++;
+    // Bounds of max|y|: max(|y| + e) and max(|y| - e).
+    auto upper = hn::Zero(df), lower = hn::Zero(df);
+    size_t i = g0;
+    for (; i + N <= g1; i += N) {
+      const auto e = ResultBoundAt<kLayerNorm, At::kFull>(
+          df, x, w, i, 0, m, mul, add, alpha, beta, v);
+      upper = hn::Max(upper, hn::Add(hn::Abs(v), e));
+      lower = hn::Max(lower, hn::Sub(hn::Abs(v), e));
+    }
+    if (i < g1) {
+      const auto e = ResultBoundAt<kLayerNorm, At::kTail>(
+          df, x, w, i, g1 - i, m, mul, add, alpha, beta, v);
+      const auto valid = hn::FirstN(df, g1 - i);
+      upper = hn::Max(upper, hn::IfThenElseZero(valid, hn::Add(hn::Abs(v), e)));
+      lower = hn::Max(lower, hn::IfThenElseZero(valid, hn::Sub(hn::Abs(v), e)));
+    }
+    const double hi = hn::GetLane(hn::MaxOfLanes(df, upper));
+    const double lo = hn::GetLane(hn::MaxOfLanes(df, lower));
+    if (hi == 0.0) {  // every y and its bound 0: exact zeros
+      *scale = 0.0f;
+      std::memset(y + g0, 0, g1 - g0);
+      continue;
+    }
+    // Room for the fp32 sums above (each rounded once) and the division.
+    const double s_lo = lo * (1 - 0x1p-22) / 127 * (1 - 0x1p-50);
+    const double s_hi = hi * (1 + 0x1p-22) / 127 * (1 + 0x1p-50);
+    const float sc = static_cast<float>(s_lo);
+    if (!(lo > 0.0 && hi < HUGE_VAL && sc == static_cast<float>(s_hi) &&
+          sc >= 0x1p-100f && sc <= 0x1p100f)) {
+      internal::CorrectlyRoundedInt8(cr, crw, g0, g1, y + g0, scale, cache);
+      continue;
+    }
+    *scale = sc;
+    const auto vinv = hn::Set(df, static_cast<float>(1.0 / sc));
+    for (i = g0; i + N <= g1; i += N) {
+      const auto e = ResultBoundAt<kLayerNorm, At::kFull>(
+          df, x, w, i, 0, m, mul, add, alpha, beta, v);
+      const auto q = hn::Mul(v, vinv);
+      const auto clear = QuantClear(df, e, q, vinv);
+      StoreF(df, q, y + i);
+      if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
+        DecideQuantLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, cr,
+                         crw, sc, cache);
+      }
+    }
+    if (i < g1) {
+      const auto e = ResultBoundAt<kLayerNorm, At::kTail>(
+          df, x, w, i, g1 - i, m, mul, add, alpha, beta, v);
+      const auto q = hn::Mul(v, vinv);
+      const auto clear = QuantClear(df, e, q, vinv);
+      StoreTailF(df, q, y + i, g1 - i);
+      DecideQuantLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, g1 - i, y,
+                       cr, crw, sc, cache);
     }
   }
 }
@@ -1217,17 +1392,39 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if (!h_in_scratch && hb < yb + n * sizeof(TY) && yb < hb + n * sizeof(TX)) {
       h = static_cast<TX*>(std::memcpy(scratch(), h, n * sizeof(TX)));
     }
+    constexpr bool kQuant = std::is_same_v<TY, int8_t>;
+    float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
     const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps);
-    // NaN or inf anywhere, or an infinite 1/sqrt: NaN throughout.
+    if (!kLayerNorm && st.v == HUGE_VAL) {
+      RMSNormInfRow(h, y, scales, a.quant_group, w, n);
+      continue;
+    }
+    // NaN anywhere (LayerNorm: also inf), or an infinite 1/sqrt: NaN
+    // throughout.
     if (!std::isfinite(st.v) || !std::isfinite(st.c) || !std::isfinite(st.r)) {
-      FillNaN(df, y, static_cast<float*>(nullptr), 0, n);
+      FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, n);
       continue;
     }
     const internal::CrRow cr{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
     RowScale k;
     RowBound bound;
-    if (!CheckedScale(kLayerNorm, st, k, bound)) {
+    const bool checked = CheckedScale(kLayerNorm, st, k, bound);
+    if constexpr (kQuant) {
+      const internal::CrWeights crw{a.gamma,  a.beta,  kDType<TP>,
+                                    w.offset, w.scale, w.has_offset};
+      if (checked && (std::is_same_v<TX, float> || !w.round)) {
+        ApplyRowQuantChecked<kLayerNorm>(df, h, y, scales, a.quant_group, w, n,
+                                         k, bound, cr, crw);
+      } else {
+        internal::CrCache cache;
+        for (size_t g0 = 0; g0 < n; g0 += a.quant_group, ++scales) {
+          const size_t g1 = n - g0 > a.quant_group ? g0 + a.quant_group : n;
+          internal::CorrectlyRoundedInt8(cr, crw, g0, g1, y + g0, scales,
+                                         cache);
+        }
+      }
+    } else if (!checked) {
       internal::CrCache cache;
       for (size_t j = 0; j < n; ++j) DecideElement(w, cr, cache, j, y);
     } else if (!std::is_same_v<TX, float> && w.round) {
@@ -1258,7 +1455,7 @@ HWY_NOINLINE void NormRowPairsInScratch(const internal::RowArgs& a,
 
 template <int kKind, typename TX, typename TY, typename TP>
 void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
-  if constexpr (kRounds16<TY>) {
+  if constexpr (kRounds16<TY> || std::is_same_v<TY, int8_t>) {
     if (a.correct_rounding) {
       NormRowsChecked<kKind, TX, TY, TP>(a, row_begin, row_end);
       return;

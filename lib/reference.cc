@@ -148,9 +148,9 @@ void StoreI8Row(const internal::RowArgs& a, size_t row, const double* out) {
   }
 }
 
-// Row r of a bf16 or f16 y, each element the exact result rounded once
-// (lib/correct_rounding.h). Rows with a NaN or inf anywhere, or whose
-// 1/sqrt is infinite, are NaN throughout: out's values as they are.
+// Row r of a bf16, f16 or int8 y from the exact result
+// (lib/correct_rounding.h). 1/sqrt is infinite, are NaN throughout: out's
+// values as they are.
 void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
                            size_t r, const double* h, const double* out) {
   const internal::RowArgs& a = p.args;
@@ -163,7 +163,20 @@ void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
   const internal::RowStats st =
       internal::RowStatsScalar(layernorm, row.data(), SIMDNORM_F32, n, a.eps);
   if (!finite || !std::isfinite(st.r)) {
-    for (size_t j = 0; j < n; ++j) Store(a.y, yt, r * a.y_stride + j, out[j]);
+    // NaN rows; RMSNorm with an inf: xhat = +-0 (NaN at the inf), so out is
+    // exact.
+    if (yt == SIMDNORM_I8) {
+      int8_t* q = static_cast<int8_t*>(a.y) + r * a.y_stride;
+      float* scales = a.y_scale + r * a.scales_per_row;
+      for (size_t g0 = 0; g0 < n; g0 += a.quant_group, ++scales) {
+        internal::Int8FromExactValues(
+            out + g0, std::min(n, g0 + a.quant_group) - g0, q + g0, scales);
+      }
+    } else {
+      uint16_t* y = static_cast<uint16_t*>(a.y) + r * a.y_stride;
+      for (size_t j = 0; j < n; ++j)
+        y[j] = internal::RoundExactValue(yt, out[j]);
+    }
     return;
   }
   const internal::CrRow cr{layernorm,
@@ -177,6 +190,21 @@ void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
                            st};
   const auto pt = static_cast<simdnorm_dtype>(p.param_type);
   internal::CrCache cache;
+  if (yt == SIMDNORM_I8) {
+    const internal::CrWeights w{d.gamma,
+                                d.beta,
+                                pt,
+                                a.gamma_offset,
+                                1.0f + a.gamma_offset,
+                                a.gamma_offset != 0.0f};
+    int8_t* q = static_cast<int8_t*>(a.y) + r * a.y_stride;
+    float* scales = a.y_scale + r * a.scales_per_row;
+    for (size_t g0 = 0; g0 < n; g0 += a.quant_group, ++scales) {
+      const size_t g1 = std::min(n, g0 + a.quant_group);
+      internal::CorrectlyRoundedInt8(cr, w, g0, g1, q + g0, scales, cache);
+    }
+    return;
+  }
   uint16_t* y = static_cast<uint16_t*>(a.y) + r * a.y_stride;
   for (size_t j = 0; j < n; ++j) {
     const float g =
@@ -221,7 +249,9 @@ Status NormalizeReference(const simdnorm_desc& d) {
       for (size_t j = 0; j < n; ++j)
         Store(a.sum_out, xt, r * a.sum_out_stride + j, h[j]);
     }
-    if (yt == SIMDNORM_I8) {
+    if (yt == SIMDNORM_I8 && a.correct_rounding) {
+      StoreCorrectlyRounded(d, p, r, h.data(), out.data());
+    } else if (yt == SIMDNORM_I8) {
       StoreI8Row(a, r, out.data());
     } else if (yt != SIMDNORM_F32 && a.correct_rounding) {
       StoreCorrectlyRounded(d, p, r, h.data(), out.data());

@@ -3,7 +3,8 @@
 // the exact result once; an independent long double computation agrees
 // wherever it can tell; exact ties (constructed so that the exact result
 // is a midpoint) go to even, near-ties to the right side, and zero results
-// have the documented sign.
+// have the documented sign. int8 output from the exact y: the same q and
+// scales on every ISA.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -411,6 +412,102 @@ TEST(CorrectRounding, InPlace) {
       EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK);
     }
   }
+}
+
+// int8 from the exact y: every ISA gives the reference's q and scales.
+struct Int8Out {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+  bool operator==(const Int8Out& o) const {
+    return q == o.q && std::memcmp(scales.data(), o.scales.data(),
+                                   scales.size() * sizeof(float)) == 0;
+  }
+};
+
+Int8Out RunInt8(const Inputs& in, size_t group, bool reference) {
+  const size_t per_row = group == 0 ? 1 : (in.cols + group - 1) / group;
+  Int8Out out{std::vector<int8_t>(in.rows * in.cols),
+              std::vector<float>(in.rows * per_row)};
+  simdnorm_desc d = Desc(in, out.q.data());
+  d.y_type = SIMDNORM_I8;
+  d.y_scale = out.scales.data();
+  d.quant_group = group;
+  EXPECT_EQ(
+      reference ? simdnorm_normalize_reference(&d) : simdnorm_normalize(&d),
+      SIMDNORM_OK);
+  return out;
+}
+
+Int8Out ExpectSameInt8OnEveryIsa(const Inputs& in, size_t group) {
+  const Int8Out want = RunInt8(in, group, true);
+  for (const std::string& isa : SupportedIsas()) {
+    EXPECT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
+    EXPECT_TRUE(RunInt8(in, group, false) == want)
+        << isa << " " << Describe(in) << " group " << group;
+  }
+  EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK);
+  return want;
+}
+
+TEST(CorrectRounding, Int8FromTheExactY) {
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+      for (size_t group : {0u, 64u, 100u}) {
+        for (Family f : kFamilies) {
+          Inputs in;
+          in.kind = kind;
+          in.x_type = xt;
+          in.p_type = xt;
+          in.rows = 3;
+          in.cols = 897;
+          in.x = Store(xt, MakeRows(f, in.rows, in.cols, 17u));
+          in.gamma = Store(xt, ParamData(true, in.cols));
+          in.beta = Store(xt, ParamData(false, in.cols));
+          ExpectSameInt8OnEveryIsa(in, group);
+        }
+      }
+    }
+  }
+  // Exact ties: xhat = +-1 (rows of +-1, eps 0) and gamma = 127 (scale
+  // exactly 1) beside half-integers: q = the even neighbour.
+  Inputs in;
+  in.rows = 1;
+  in.cols = 256;
+  in.eps = 0.0f;
+  std::vector<float> x(in.cols), g(in.cols);
+  for (size_t j = 0; j < in.cols; ++j) {
+    x[j] = j % 2 ? -1.0f : 1.0f;
+    g[j] = j == 0 ? 127.0f : static_cast<float>(j % 127) + 0.5f;
+  }
+  in.x = Store(SIMDNORM_F32, x);
+  in.gamma = Store(SIMDNORM_F32, g);
+  const Int8Out out = ExpectSameInt8OnEveryIsa(in, 0);
+  ASSERT_EQ(out.scales[0], 1.0f);
+  for (size_t j = 0; j < in.cols; ++j) {
+    ASSERT_EQ(out.q[j], std::fmin(127.0, std::nearbyint(x[j] * g[j])))
+        << "col " << j;
+  }
+}
+
+// RMSNorm of a row with an inf and no NaN: xhat = +-0 (NaN at the inf), y
+// = beta; every ISA gives the reference's bytes, 16-bit and int8.
+TEST(CorrectRounding, RMSNormRowWithAnInf) {
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.rows = 2;
+  in.cols = 40;
+  std::vector<float> x = MakeRows(Family::kStdNormal, 2, 40, 5u);
+  x[45] = HUGE_VALF;
+  in.x = Store(SIMDNORM_F32, x);
+  in.gamma = Store(SIMDNORM_F32, ParamData(true, 40));
+  in.beta = Store(SIMDNORM_F32, ParamData(false, 40));
+  for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+    in.y_type = yt;
+    const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_TRUE(HalfIsNaN(HalfOf(yt), y[45]));
+    EXPECT_EQ(y[46], RoundToHalf(HalfOf(yt), ParamData(false, 40)[6]));
+  }
+  ExpectSameInt8OnEveryIsa(in, 16);
 }
 
 // SIMDNORM_FAST_ROUNDING: the fp32 result rounded to 16 bits, within one

@@ -951,8 +951,10 @@ inline bool CheckRoundNormalized(simdnorm_dtype x_type, simdnorm_dtype y_type,
 //  - s64 == 0 (a group of zeros): got_scale == 0 and every q == 0;
 //  - s64 NaN (a NaN in the row): got_scale NaN; s64 infinite: got_scale
 //    +inf; every q == 0.
-// The premise is checked too: the reference's stored scale must be s64
-// rounded to float and its q = RNE(y64 / s64) clamped to [-127, 127].
+// The premise is checked too: the reference's stored scale must be the
+// exact max|y| / 127 rounded to float (within half an fp32 ulp of s64, or
+// the scale's rule where y cancels) and its q = RNE(y / that scale) clamped
+// to [-127, 127] from the exact y (within 1 of it from y64).
 inline bool CheckI8Group(const int8_t* got_q, float got_scale,
                          const int8_t* ref_q, float ref_scale,
                          const double* y64, const double* terms, size_t n,
@@ -976,8 +978,16 @@ inline bool CheckI8Group(const int8_t* got_q, float got_scale,
            ")";
     return false;
   };
-  const bool ref_ok = std::isnan(s64) ? std::isnan(ref_scale)
-                                      : ref_scale == static_cast<float>(s64);
+  // The reference rounds the exact max|y| / 127 once to fp32: within half
+  // an fp32 ulp of it where y64 is accurate, and within the scale's rule
+  // below where y cancels (y64 then has a larger relative error).
+  const double ref_tol =
+      std::max(0x1p-24 * s64, 1e-6 * std::max(m, m_terms) / 127);
+  const bool ref_ok =
+      std::isnan(s64)
+          ? std::isnan(ref_scale)
+          : (ref_scale == static_cast<float>(s64) ||
+             std::fabs(static_cast<double>(ref_scale) - s64) <= ref_tol);
   if (!ref_ok) return fail("the reference's scale is not fl32(max|y64|/127)");
   if (!std::isfinite(s64) || s64 == 0.0) {
     ++st->i8_special_groups;
@@ -1006,9 +1016,11 @@ inline bool CheckI8Group(const int8_t* got_q, float got_scale,
   if (rel > 1e-6) ++st->i8_scaled_only;
   st->i8_worst_scale = std::max(st->i8_worst_scale, rel);
   for (size_t i = 0; i < n; ++i) {
-    const double q64 =
-        std::min(127.0, std::max(-127.0, std::nearbyint(y64[i] / s64)));
-    if (static_cast<double>(ref_q[i]) != q64) {
+    // q = RNE(y / scale) with the fp32 scale, from the exact y, which y64
+    // may not resolve next to a half-integer: that or a neighbour.
+    const double v = y64[i] / static_cast<double>(ref_scale);
+    const double q64 = std::min(127.0, std::max(-127.0, std::nearbyint(v)));
+    if (std::fabs(static_cast<double>(ref_q[i]) - q64) > 1.0) {
       return fail("element " + std::to_string(i) + ": the reference's q " +
                   std::to_string(ref_q[i]) + " is not RNE(" + Num(y64[i]) +
                   " / scale) = " + Num(q64));

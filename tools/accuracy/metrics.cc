@@ -554,8 +554,8 @@ void check_bounds(ResultRow* row) {
     const char* name = dtype_name(y);
     if (s.exact_share() < min_share) {
       std::snprintf(buf, sizeof(buf),
-                    "only %.4f%% of elements equal the once-rounded reference "
-                    "(bound >= %.1f%%)",
+                    "only %.4f%% of elements correctly rounded "
+                    "(bound %.1f%%)",
                     100.0 * s.exact_share(), 100.0 * min_share);
       row->violations.push_back(buf);
     }

@@ -72,8 +72,8 @@ constexpr const char* kDescription =
     R"(Measures simdnorm's LayerNorm and RMSNorm kernels on every ISA of this machine
 against the float64 reference, beside textbook shortcuts, and checks the
 library against its bounds: fp32 output <= 32 scaled ulps at every element;
-bf16 and f16 output >= 99.9% equal to the once-rounded reference and never
-beyond 1 ulp (or the rounding of a value within the fp32 bound); int8 output
+bf16 and f16 output correctly rounded at every element (equal to the
+exact result rounded once, so the same bytes on every ISA); int8 output
 scales within 1e-6 relative and q within 1 of the float64 ones; the fused
 add's sum_out bit-exact. Exit status: 0 within the bounds, 1 a library row
 exceeds a bound (or a call failed), 2 usage error.)";

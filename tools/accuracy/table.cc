@@ -81,10 +81,10 @@ void write_header(std::ostream& os, const ReportMeta& meta) {
   os << "  fp32 out: scaled ulps = |got - want| / (2^-23 (|gamma| "
         "max(1,|xhat|) + "
         "|beta|)), bound <= 32\n";
-  os << "  bf16/f16 out: ulps of the format from the float64 truth rounded "
-        "once, bound <= 1 (or the rounding of a value\n"
-        "  within the fp32 bound); exact% = share equal to it, bound >= "
-        "99.9\n";
+  os << "  bf16/f16 out: ulps of the format from the correctly rounded "
+        "result (the exact one rounded once), bound <= 1;\n"
+        "  exact% = share equal to it, bound 100 (so every ISA writes the "
+        "same bytes)\n";
   os << "  i8 out: q = |q - q64|, bound <= 1; scale rel = |scale - "
         "scale64| / scale64, bound <= 1e-06\n";
   os << "  information only: exact% for fp32 out (share equal to the truth "
