@@ -394,6 +394,11 @@ int8_t QuantizeExact(const ExactY& y, const Dyadic& d, double y0, double e,
 
 }  // namespace
 
+bool YWithBound(const CrRow& row, size_t j, float g, float b, CrCache& cache,
+                double* y, double* e) {
+  return YInDouble(row, j, g, b, cache, y, e);
+}
+
 int8_t CorrectlyRoundedQ(const CrRow& row, size_t j, float g, float b,
                          float scale, CrCache& cache) {
   double y0 = 0.0, e = -1.0;

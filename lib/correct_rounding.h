@@ -85,6 +85,11 @@ struct CrWeights {
 void CorrectlyRoundedInt8(const CrRow& row, const CrWeights& w, size_t j0,
                           size_t j1, int8_t* q, float* scale, CrCache& cache);
 
+// y_j in double, within *e of the exact value; false when the row's
+// statistics have no usable bound.
+bool YWithBound(const CrRow& row, size_t j, float g, float b, CrCache& cache,
+                double* y, double* e);
+
 // q_j = round-half-even(y_j / scale) in [-127, 127] from the exact y_j, for
 // a positive finite fp32 scale (the kernels' lanes that a vector test could
 // not decide).

@@ -1312,18 +1312,45 @@ HWY_NOINLINE void ApplyRowQuantChecked(DF df, const TX* x, int8_t* y,
       upper = hn::Max(upper, hn::IfThenElseZero(valid, hn::Add(hn::Abs(v), e)));
       lower = hn::Max(lower, hn::IfThenElseZero(valid, hn::Sub(hn::Abs(v), e)));
     }
-    const double hi = hn::GetLane(hn::MaxOfLanes(df, upper));
-    const double lo = hn::GetLane(hn::MaxOfLanes(df, lower));
-    if (hi == 0.0) {  // every y and its bound 0: exact zeros
+    const float hi = hn::GetLane(hn::MaxOfLanes(df, upper));
+    // Room for the fp32 subtractions (each rounded once).
+    const float lo = hn::GetLane(hn::MaxOfLanes(df, lower)) * (1 - 0x1p-22f);
+    if (hi == 0.0f) {  // every y and its bound 0: exact zeros
       *scale = 0.0f;
       std::memset(y + g0, 0, g1 - g0);
       continue;
     }
-    // Room for the fp32 sums above (each rounded once) and the division.
-    const double s_lo = lo * (1 - 0x1p-22) / 127 * (1 - 0x1p-50);
-    const double s_hi = hi * (1 + 0x1p-22) / 127 * (1 + 0x1p-50);
+    // The largest |y| is one of the lanes with |y| + e >= lo (usually one):
+    // their y in double bound it within ~1e-15, which settles fl32(max|y| /
+    // 127) unless it is that close to a rounding boundary.
+    double m_lo = 0.0, m_hi = 0.0;
+    bool bounded = lo > 0.0f && hi < HUGE_VALF;
+    for (i = g0; bounded && i < g1; i += N) {
+      const size_t count = g1 - i < N ? g1 - i : N;
+      hn::Vec<DF> e;
+      if (count == N) {
+        e = ResultBoundAt<kLayerNorm, At::kFull>(df, x, w, i, 0, m, mul, add,
+                                                 alpha, beta, v);
+      } else {
+        e = ResultBoundAt<kLayerNorm, At::kTail>(df, x, w, i, count, m, mul,
+                                                 add, alpha, beta, v);
+      }
+      const auto cand = hn::Ge(hn::Add(hn::Abs(v), e), hn::Set(df, lo));
+      if (HWY_LIKELY(hn::AllFalse(df, cand))) continue;
+      ForSetLanes(df, hn::VecFromMask(df, cand), count, [&](size_t l) {
+        double yd, ed;
+        bounded =
+            bounded && internal::YWithBound(cr, i + l, crw.G(i + l),
+                                            crw.B(i + l), cache, &yd, &ed);
+        m_lo = std::max(m_lo, std::fabs(yd) - ed);
+        m_hi = std::max(m_hi, std::fabs(yd) + ed);
+      });
+    }
+    // Room for the division's rounding.
+    const double s_lo = m_lo / 127 * (1 - 0x1p-50);
+    const double s_hi = m_hi / 127 * (1 + 0x1p-50);
     const float sc = static_cast<float>(s_lo);
-    if (!(lo > 0.0 && hi < HUGE_VAL && sc == static_cast<float>(s_hi) &&
+    if (!(bounded && m_lo > 0.0 && sc == static_cast<float>(s_hi) &&
           sc >= 0x1p-100f && sc <= 0x1p100f)) {
       internal::CorrectlyRoundedInt8(cr, crw, g0, g1, y + g0, scale, cache);
       continue;
