@@ -380,8 +380,13 @@ int8_t QuantizeExact(const ExactY& y, const Dyadic& d, double y0, double e,
   int64_t lo = -128, hi = 128;
   if (e >= 0.0) {
     const double w = e * (1 + 0x1p-40) + 4 * kU * std::fabs(y0);
-    lo = std::max<int64_t>(lo, std::llround(std::floor((y0 - w) / scale)) - 1);
-    hi = std::min<int64_t>(hi, std::llround(std::ceil((y0 + w) / scale)) + 1);
+    const auto clamped = [](double v) {  // NaN: the whole range
+      return std::fmax(-129.0, std::fmin(129.0, v));
+    };
+    lo = std::max<int64_t>(
+        lo, std::llround(clamped(std::floor((y0 - w) / scale))) - 1);
+    hi = std::min<int64_t>(
+        hi, std::llround(clamped(std::ceil((y0 + w) / scale))) + 1);
     if (lo > hi) lo = hi;
   }
   const Dyadic ds = Dyadic::FromDouble(scale);

@@ -1298,19 +1298,29 @@ HWY_NOINLINE void ApplyRowQuantChecked(DF df, const TX* x, int8_t* y,
     float* scale = scales++;
     // Bounds of max|y|: max(|y| + e) and max(|y| - e).
     auto upper = hn::Zero(df), lower = hn::Zero(df);
+    const auto inf = hn::Set(df, HUGE_VALF);
+    bool finite = true;  // inf or NaN y (weights): the scalar group path
     size_t i = g0;
     for (; i + N <= g1; i += N) {
       const auto e = ResultBoundAt<kLayerNorm, At::kFull>(
           df, x, w, i, 0, m, mul, add, alpha, beta, v);
-      upper = hn::Max(upper, hn::Add(hn::Abs(v), e));
+      const auto top = hn::Add(hn::Abs(v), e);
+      finite = finite && hn::AllTrue(df, hn::Lt(top, inf));
+      upper = hn::Max(upper, top);
       lower = hn::Max(lower, hn::Sub(hn::Abs(v), e));
     }
     if (i < g1) {
       const auto e = ResultBoundAt<kLayerNorm, At::kTail>(
           df, x, w, i, g1 - i, m, mul, add, alpha, beta, v);
       const auto valid = hn::FirstN(df, g1 - i);
-      upper = hn::Max(upper, hn::IfThenElseZero(valid, hn::Add(hn::Abs(v), e)));
+      const auto top = hn::IfThenElseZero(valid, hn::Add(hn::Abs(v), e));
+      finite = finite && hn::AllTrue(df, hn::Lt(top, inf));
+      upper = hn::Max(upper, top);
       lower = hn::Max(lower, hn::IfThenElseZero(valid, hn::Sub(hn::Abs(v), e)));
+    }
+    if (!finite) {
+      internal::CorrectlyRoundedInt8(cr, crw, g0, g1, y + g0, scale, cache);
+      continue;
     }
     const float hi = hn::GetLane(hn::MaxOfLanes(df, upper));
     // Room for the fp32 subtractions (each rounded once).
@@ -1338,7 +1348,7 @@ HWY_NOINLINE void ApplyRowQuantChecked(DF df, const TX* x, int8_t* y,
       const auto cand = hn::Ge(hn::Add(hn::Abs(v), e), hn::Set(df, lo));
       if (HWY_LIKELY(hn::AllFalse(df, cand))) continue;
       ForSetLanes(df, hn::VecFromMask(df, cand), count, [&](size_t l) {
-        double yd, ed;
+        double yd = 0.0, ed = 0.0;
         bounded =
             bounded && internal::YWithBound(cr, i + l, crw.G(i + l),
                                             crw.B(i + l), cache, &yd, &ed);

@@ -113,8 +113,8 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
     xhat[j] = (h[j] - mean) / denom;
     if (exact16) {
       xhat[j] = internal::RoundedXhat(cr, j, cache);
-    } else if (a.round_normalized) {
-      xhat[j] = RoundTo(xt, xhat[j]);
+    } else if (a.round_normalized && xt != SIMDNORM_F32) {
+      xhat[j] = RoundTo(xt, xhat[j]);  // a row with a NaN or inf
     }
     const float g = d.gamma ? static_cast<float>(Load(d.gamma, pt, j)) : 1.0f;
     const float scale = a.gamma_offset + g;  // fp32 sum, as specified

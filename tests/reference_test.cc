@@ -710,7 +710,7 @@ TEST(Reference, RoundNormalizedRoundsXhatToXType) {
     EXPECT_EQ(y[0], static_cast<float>(out[0]));
     EXPECT_EQ(y[1], static_cast<float>(out[1]));
   }
-  // f32 x: xhat rounded to float.
+  // f32 x: xhat not rounded (the flag is for 16-bit x).
   const std::vector<float> xf = {3, 4};
   std::vector<float> y(2);
   simdnorm_desc d = Desc(SIMDNORM_RMSNORM, xf.data(), SIMDNORM_F32, 1, 2,
@@ -719,9 +719,8 @@ TEST(Reference, RoundNormalizedRoundsXhatToXType) {
   std::vector<double> out(2), xhat(2);
   ASSERT_EQ(simdnorm::reference_f64(d, out.data(), xhat.data()),
             simdnorm::Status::kOk);
-  EXPECT_EQ(xhat[0], static_cast<double>(static_cast<float>(3 / rms)));
-  EXPECT_EQ(xhat[1], static_cast<double>(static_cast<float>(4 / rms)));
-  EXPECT_NE(xhat[0], 3 / rms);
+  ExpectClose(xhat[0], 3 / rms, 1e-16, "f32 x, unrounded xhat");
+  ExpectClose(xhat[1], 4 / rms, 1e-16, "f32 x, unrounded xhat");
   // LayerNorm of f16 (1, 2, 3, 4): xhat = (+-1.34164..., +-0.44721...)
   // rounds to +-1374 / 1024 and +-1832 / 4096.
   const uint16_t x4[] = {0x3C00, 0x4000, 0x4200, 0x4400};

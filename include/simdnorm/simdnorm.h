@@ -72,7 +72,8 @@ typedef enum simdnorm_dtype {
 /* simdnorm_desc.flags */
 enum {
   /* Round xhat (the normalized value) to x_type before it is multiplied by
-   * the scale, as Hugging Face's LlamaRMSNorm does (`.to(input_dtype)`). */
+   * the scale, as Hugging Face's LlamaRMSNorm does (`.to(input_dtype)`).
+   * For bf16 and f16 x; f32 x is not rounded. */
   SIMDNORM_ROUND_NORMALIZED = 1,
   /* How y is written. By default the library decides per call: y goes
    * around the caches (non-temporal stores) only when the call moves more
@@ -94,7 +95,8 @@ enum {
    * results are the default quiet NaN (0x7FC0, 0x7E00). This flag turns it
    * off: fp32 results rounded to 16 bits, within one ulp of the exact
    * result and 2-3x faster (docs/performance.md), the bits possibly
-   * differing between ISAs. f32 and int8 outputs are not affected. */
+   * differing between ISAs; int8 scales and q from the fp32 results. f32
+   * outputs are not affected. */
   SIMDNORM_FAST_ROUNDING = 8
 };
 
@@ -138,9 +140,10 @@ typedef struct simdnorm_desc {
   unsigned flags; /* SIMDNORM_ROUND_NORMALIZED, _Y_STREAM, _Y_CACHED,
                      _FAST_ROUNDING, or 0 */
   /* y_type SIMDNORM_I8: per group of quant_group elements of a row (0 = the
-   * whole row; the last group may be shorter), scale = max|y| / 127 over
-   * the group's fp32 results and q = round-half-even(y / scale) in
-   * [-127, 127]; a group of zeros has scale 0 and q = 0, and a group whose
+   * whole row; the last group may be shorter), scale = fl32(max|y| / 127)
+   * and q = round-half-even(y / scale) in [-127, 127], both from the exact
+   * y (so the same on every ISA; with SIMDNORM_FAST_ROUNDING from the fp32
+   * results); a group of zeros has scale 0 and q = 0, and a group whose
    * max|y| is not finite has scale max|y| (inf or NaN) and q = 0. y_scale
    * holds rows * ceil(cols / group) floats, dense, row-major, and overlaps
    * nothing else. NULL and 0 for other y types. */

@@ -82,7 +82,8 @@ void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
     const size_t c = i % cols;
     const double g = scale[c];
     const double b = beta ? beta[c] : 0.0;
-    const double v0 = round_to(x_type, xhat[i]);
+    // No rounding for f32 x (xhat is not rounded to fp32 first).
+    const double v0 = interval ? round_to(x_type, xhat[i]) : xhat[i];
     truth[i] = v0 * g + b;
     if (!interval || !std::isfinite(xhat[i])) continue;
     const double bound =
