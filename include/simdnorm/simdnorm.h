@@ -94,7 +94,7 @@ enum {
    * the mean, x * (+r) for RMSNorm, and a missing beta taken as -0. NaN
    * results are the default quiet NaN (0x7FC0, 0x7E00). This flag turns it
    * off: fp32 results rounded to 16 bits, within one ulp of the exact
-   * result and 2-3x faster (docs/performance.md), the bits possibly
+   * result and about 3x faster (docs/performance.md), the bits possibly
    * differing between ISAs; int8 scales and q from the fp32 results. f32
    * outputs are not affected. */
   SIMDNORM_FAST_ROUNDING = 8
