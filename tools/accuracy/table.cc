@@ -316,6 +316,26 @@ void write_table(std::ostream& os, const RunOutput& out, const ReportMeta& meta,
     ++lib_rows;
     if (!r.pass()) ++failing;
   }
+  // Cross-ISA: every ISA's bf16/f16 outputs equal to the correctly rounded
+  // reference means the same bytes on every ISA.
+  std::vector<std::string> isas;
+  uint64_t half_out = 0, half_exact = 0;
+  for (const ResultRow& r : out.rows) {
+    if (!r.checked || !r.half_out()) continue;
+    if (std::find(isas.begin(), isas.end(), r.isa) == isas.end()) {
+      isas.push_back(r.isa);
+    }
+    half_out += r.s.count;
+    half_exact += r.s.exact;
+  }
+  if (half_out > 0) {
+    os << fmt::format(
+        "bf16/f16 outputs correctly rounded: {} of {} on {} ISA(s) ({}); "
+        "{}\n",
+        half_exact, half_out, isas.size(), fmt::join(isas, ", "),
+        half_exact == half_out ? "byte-identical across them"
+                               : "NOT byte-identical across them");
+  }
   const std::vector<std::string> fails = failure_lines(out);
   for (const std::string& e : out.errors) os << "ERROR: " << e << "\n";
   for (const std::string& f : fails) os << "FAIL: " << f << "\n";
