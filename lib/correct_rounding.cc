@@ -143,9 +143,9 @@ uint16_t SignedZero(double z) { return std::signbit(z) ? 0x8000 : 0x0000; }
 
 }  // namespace
 
-// S = sum x and Q = sum x^2 of the row, exactly.
+// S = sum x and Q = sum x^2 of the row, exactly, and D (XhatOf).
 struct ExactSums {
-  Dyadic n, s, q;
+  Dyadic n, s, q, d;
 };
 
 CrCache::CrCache() = default;
@@ -162,6 +162,9 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
       e->s = e->s + x;
       e->q = e->q + x * x;
     }
+    const Dyadic n2eps = e->n * e->n * Dyadic::FromDouble(row.eps);
+    e->d =
+        row.layernorm ? e->n * e->q - e->s * e->s + n2eps : e->n * e->q + n2eps;
     cache.exact = std::move(e);
   }
   return *cache.exact;
@@ -175,9 +178,7 @@ struct ExactXhat {
 
 ExactXhat XhatOf(const CrRow& row, const ExactSums& e, double x) {
   const Dyadic nx = e.n * Dyadic::FromDouble(x);
-  const Dyadic n2eps = e.n * e.n * Dyadic::FromDouble(row.eps);
-  if (row.layernorm) return {nx - e.s, e.n * e.q - e.s * e.s + n2eps};
-  return {nx, e.n * e.q + n2eps};
+  return {row.layernorm ? nx - e.s : nx, e.d};
 }
 
 // The bits of a zero xhat (x equal to the mean: +0; RMSNorm's x = +-0:
