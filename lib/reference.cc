@@ -15,17 +15,24 @@ namespace simdnorm {
 namespace {
 
 double Load(const void* base, simdnorm_dtype t, size_t i) {
-  switch (t) {
-    case SIMDNORM_F32:
-      return static_cast<const float*>(base)[i];
-    case SIMDNORM_BF16:
-      return bf16::from_bits(static_cast<const uint16_t*>(base)[i]).to_float();
-    case SIMDNORM_F16:
-      return internal::F16BitsToDouble(static_cast<const uint16_t*>(base)[i]);
-    case SIMDNORM_I8:
-      break;  // never an input
-  }
-  return NAN;
+  return internal::LoadAsFloat(base, t, i);  // never I8: an output only
+}
+
+// The row h (of x_type, as floats: exact) for the correct-rounding code.
+internal::CrRow CrRowOf(const internal::Problem& p, const std::vector<float>& h,
+                        simdnorm_dtype y_type) {
+  const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
+  const size_t n = p.args.cols;
+  return internal::CrRow{layernorm,
+                         h.data(),
+                         SIMDNORM_F32,
+                         static_cast<simdnorm_dtype>(p.x_type),
+                         p.args.round_normalized,
+                         y_type,
+                         n,
+                         p.args.eps,
+                         internal::RowStatsScalar(layernorm, h.data(),
+                                                  SIMDNORM_F32, n, p.args.eps)};
 }
 
 void Store(void* base, simdnorm_dtype t, size_t i, double v) {
@@ -93,17 +100,7 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
   internal::CrRow cr{};
   if (round16) {
     h32.assign(h, h + n);  // exact: h is of x_type
-    const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
-    cr = internal::CrRow{layernorm,
-                         h32.data(),
-                         SIMDNORM_F32,
-                         xt,
-                         true,
-                         SIMDNORM_BF16,
-                         n,
-                         d.eps,
-                         internal::RowStatsScalar(layernorm, h32.data(),
-                                                  SIMDNORM_F32, n, d.eps)};
+    cr = CrRowOf(p, h32, SIMDNORM_BF16);
   }
   const bool exact16 = round16 && std::isfinite(denom) && denom > 0.0 &&
                        std::isfinite(cr.st.r) && std::isfinite(cr.st.v);
@@ -156,13 +153,11 @@ void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
   const internal::RowArgs& a = p.args;
   const size_t n = a.cols;
   const auto yt = static_cast<simdnorm_dtype>(p.y_type);
-  std::vector<float> row(h, h + n);  // exact: h is of x_type
+  const std::vector<float> row(h, h + n);  // exact: h is of x_type
   const bool finite = std::all_of(row.begin(), row.end(),
                                   [](float v) { return std::isfinite(v); });
-  const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
-  const internal::RowStats st =
-      internal::RowStatsScalar(layernorm, row.data(), SIMDNORM_F32, n, a.eps);
-  if (!finite || !std::isfinite(st.r)) {
+  const internal::CrRow cr = CrRowOf(p, row, yt);
+  if (!finite || !std::isfinite(cr.st.r)) {
     // NaN rows; RMSNorm with an inf: xhat = +-0 (NaN at the inf), so out is
     // exact.
     if (yt == SIMDNORM_I8) {
@@ -179,24 +174,14 @@ void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
     }
     return;
   }
-  const internal::CrRow cr{layernorm,
-                           row.data(),
-                           SIMDNORM_F32,
-                           static_cast<simdnorm_dtype>(p.x_type),
-                           a.round_normalized,
-                           yt,
-                           n,
-                           a.eps,
-                           st};
-  const auto pt = static_cast<simdnorm_dtype>(p.param_type);
+  const internal::CrWeights w{d.gamma,
+                              d.beta,
+                              static_cast<simdnorm_dtype>(p.param_type),
+                              a.gamma_offset,
+                              1.0f + a.gamma_offset,
+                              a.gamma_offset != 0.0f};
   internal::CrCache cache;
   if (yt == SIMDNORM_I8) {
-    const internal::CrWeights w{d.gamma,
-                                d.beta,
-                                pt,
-                                a.gamma_offset,
-                                1.0f + a.gamma_offset,
-                                a.gamma_offset != 0.0f};
     int8_t* q = static_cast<int8_t*>(a.y) + r * a.y_stride;
     float* scales = a.y_scale + r * a.scales_per_row;
     for (size_t g0 = 0; g0 < n; g0 += a.quant_group, ++scales) {
@@ -207,11 +192,7 @@ void StoreCorrectlyRounded(const simdnorm_desc& d, const internal::Problem& p,
   }
   uint16_t* y = static_cast<uint16_t*>(a.y) + r * a.y_stride;
   for (size_t j = 0; j < n; ++j) {
-    const float g =
-        d.gamma ? a.gamma_offset + static_cast<float>(Load(d.gamma, pt, j))
-                : a.gamma_offset + 1.0f;
-    const float b = d.beta ? static_cast<float>(Load(d.beta, pt, j)) : -0.0f;
-    y[j] = internal::CorrectlyRoundedBits(cr, j, g, b, cache);
+    y[j] = internal::CorrectlyRoundedBits(cr, j, w.G(j), w.B(j), cache);
   }
 }
 
