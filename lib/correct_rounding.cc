@@ -554,35 +554,54 @@ void Int8FromExactValues(const double* y, size_t m, int8_t* q, float* scale) {
   }
 }
 
+SumModel DoubleSums(size_t n) {
+  const double nd = static_cast<double>(n);
+  return SumModel{kU, Gamma(nd), Gamma(nd + 1), 0.0};
+}
+
+SumModel Fp32Sums(size_t n, int depth) {
+  // fp32 roundings, then n more in double at most: (1 + g32)(1 + g64) - 1.
+  constexpr double u32 = 0x1p-24;
+  const double d = static_cast<double>(depth);
+  const double g32 = d * u32 / (1.0 - d * u32);
+  const double g64 = Gamma(static_cast<double>(n) + 1);
+  const double g = g32 + g64 + g32 * g64;
+  // Each fp32 FMA whose result is subnormal may lose up to 2^-150.
+  const double floor = static_cast<double>(n) * d * 0x1p-149;
+  return SumModel{u32, g, g, floor};
+}
+
 RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
-                       double q) {
+                       double q, const SumModel& m) {
   const double nd = static_cast<double>(n);
   // Upper bound of the sum of the computed squares (positive terms).
-  const double q1 = q / (1.0 - Gamma(nd + 1));
+  const double q1 = (q + m.floor_q) / (1.0 - m.gamma_q);
   RowStats st{};
   if (layernorm) {
     st.k = k;
     // sum |d| <= sqrt(n sum d^2) (Cauchy-Schwarz).
     const double abs_sum = std::sqrt(nd * q1) * (1 + 4 * kU);
     st.c = s / nd;
-    // The sum's error, and each d's own rounding (|d - (x - k)| <= u|d|).
+    // The sum's error, and each d's own rounding (|d - (x - k)| <= ud|d|).
     st.dc =
-        (Gamma(nd) + kU) * abs_sum / nd * (1 + 4 * kU) + kU * std::fabs(st.c);
-    const double dq = (Gamma(nd + 1) + 2.01 * kU) * q1;
+        (m.gamma_s + m.ud) * abs_sum / nd * (1 + 4 * kU) + kU * std::fabs(st.c);
+    const double dq = (m.gamma_q + 2.01 * m.ud) * q1 + m.floor_q;
     const double second = q / nd;
     st.v = std::max(second - st.c * st.c, 0.0);
     st.dv = (dq / nd + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 8 * kU) +
             4 * kU * (second + st.c * st.c);
   } else {
+    // d = x, exact; x^2's rounding is one of the sum's.
+    const double dq = m.gamma_q * q1 + m.floor_q;
     st.v = q / nd;
-    st.dv = Gamma(nd + 1) * q1 / nd * (1 + 2 * kU) + 2 * kU * st.v;
+    st.dv = dq / nd * (1 + 2 * kU) + 2 * kU * st.v;
   }
   const double w = st.v + static_cast<double>(eps);
   st.r = 1.0 / std::sqrt(w);
-  // (1 + t)^(-1/2) is within 0.51 |t| of 1 for |t| <= 2^-20; then the
-  // square root and the division round.
+  // (1 + t)^(-1/2) is within 0.5 (1 - |t|)^(-3/2) |t| < 0.51 |t| of 1 for
+  // |t| <= 2^-10; then the square root and the division round.
   const double rho = (st.dv + 2 * kU * w) / w;
-  st.er = (w > 0 && std::isfinite(st.r) && rho <= 0x1p-20) ? 0.51 * rho + 3 * kU
+  st.er = (w > 0 && std::isfinite(st.r) && rho <= 0x1p-10) ? 0.51 * rho + 3 * kU
                                                            : -1.0;
   return st;
 }
@@ -602,7 +621,7 @@ RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
       s += d;
       q += d * d;
     }
-    st = StatsFromSums(layernorm, n, eps, k, s, q);
+    st = StatsFromSums(layernorm, n, eps, k, s, q, DoubleSums(n));
     if (!ShouldRecenter(layernorm, st)) break;
     k = static_cast<float>(st.k + st.c);
   }

@@ -30,11 +30,25 @@ struct RowStats {
   double k, c, v, dc, dv, r, er;
 };
 
-// RowStats from double sums over the n elements d = x - k (each d computed
-// in double from float x and float k): s = sum d, q = sum d^2, summed in any
-// order. RMSNorm: k = 0 and s unused.
+// How the sums of StatsFromSums were made: each d = x - k rounded once, to
+// within ud |d|; s = sum d within gamma_s sum|d| of the sum of those d, and
+// q = sum d^2 within gamma_q sum d^2 + floor_q of theirs (floor_q: products
+// that underflowed).
+struct SumModel {
+  double ud, gamma_s, gamma_q, floor_q;
+};
+
+// The model of sums made in double, in any order, from float x and k.
+SumModel DoubleSums(size_t n);
+
+// The model of sums made in fp32 (unit 2^-24, fp32 d = x - k) with at most
+// `depth` roundings per term, then added up in double.
+SumModel Fp32Sums(size_t n, int depth);
+
+// RowStats from sums over the n elements d = x - k: s = sum d, q = sum d^2.
+// RMSNorm: k = 0 and s unused.
 RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
-                       double q);
+                       double q, const SumModel& m);
 
 // Whether LayerNorm's shift k is so far from the mean that the variance
 // lost more than 2^-40 to cancellation: then k + c is the better shift.

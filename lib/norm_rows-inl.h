@@ -1006,13 +1006,86 @@ HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n,
   float k = kLayerNorm ? ToFloat(x[0]) : 0.0f;
   double s, q;
   SumsF64(df, x, n, k, s, q);
-  internal::RowStats st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q);
+  const internal::SumModel model = internal::DoubleSums(n);
+  internal::RowStats st =
+      internal::StatsFromSums(kLayerNorm, n, eps, k, s, q, model);
   if (internal::ShouldRecenter(kLayerNorm, st)) {
     k = static_cast<float>(st.k + st.c);
     SumsF64(df, x, n, k, s, q);
-    st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q);
+    st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q, model);
   }
   return st;
+}
+
+// v's lanes added to double accumulators (exact conversions).
+template <class DF>
+HWY_INLINE void AddToF64(DF df, hn::Vec<DF> v,
+                         hn::Vec<hn::ScalableTag<double>>& lo,
+                         hn::Vec<hn::ScalableTag<double>>& hi) {
+  const hn::ScalableTag<double> dd;
+#if HWY_TARGET == HWY_SCALAR
+  (void)df;
+  (void)hi;
+  lo = hn::Add(lo, hn::Set(dd, static_cast<double>(hn::GetLane(v))));
+#else
+  const hn::Half<DF> dh;
+  lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
+  hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+#endif
+}
+
+// The most fp32 roundings a term of SumSquaresF32 goes through: 6 in its
+// chain (4 in a whole block; 3 + 3 in a row's last, partial one), 2 adding
+// the chains, and one to spare.
+inline constexpr int kSumsF32Depth = 9;
+
+// sum(x^2) in fp32 chains short enough for a tight bound
+// (internal::Fp32Sums(n, kSumsF32Depth)): blocks of 16 vectors in four
+// chains, each block added to double lanes.
+template <class DF, typename TX>
+HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
+  const size_t N = hn::Lanes(df);
+  const hn::ScalableTag<double> dd;
+  auto lo = hn::Zero(dd), hi = hn::Zero(dd);
+  size_t i = 0;
+  while (i < n) {
+    auto q0 = hn::Zero(df), q1 = hn::Zero(df), q2 = hn::Zero(df),
+         q3 = hn::Zero(df);
+    const size_t block_end = n - i > 16 * N ? i + 16 * N : n;
+    for (; i + 4 * N <= block_end; i += 4 * N) {
+      const auto x0 = LoadPairA(df, x + i), x1 = LoadPairB(df, x + i);
+      const auto x2 = LoadPairA(df, x + i + 2 * N);
+      const auto x3 = LoadPairB(df, x + i + 2 * N);
+      q0 = hn::MulAdd(x0, x0, q0);
+      q1 = hn::MulAdd(x1, x1, q1);
+      q2 = hn::MulAdd(x2, x2, q2);
+      q3 = hn::MulAdd(x3, x3, q3);
+    }
+    for (; i + N <= block_end; i += N) {
+      const auto x0 = LoadF(df, x + i);
+      q0 = hn::MulAdd(x0, x0, q0);
+    }
+    if (i < block_end) {  // the row's last, partial vector: zero-padded
+      const auto x1 = LoadTailF(df, x + i, block_end - i);
+      q1 = hn::MulAdd(x1, x1, q1);
+      i = block_end;
+    }
+    AddToF64(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)), lo, hi);
+  }
+  return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
+}
+
+// RMSNorm statistics of a checked row from fp32 sums with their bounds:
+// cheaper than StatsF64 and tight enough that few rows need more (their
+// double statistics are made when a lane needs them, LazyCrRow). Sums that
+// overflow or lose too much to underflow give a non-finite v or er < 0:
+// the caller takes StatsF64 then.
+template <class DF, typename TX>
+HWY_INLINE internal::RowStats RMSNormStatsF32(DF df, const TX* x, size_t n,
+                                              float eps) {
+  return internal::StatsFromSums(false, n, eps, 0.0, 0.0,
+                                 SumSquaresF32(df, x, n),
+                                 internal::Fp32Sums(n, kSumsF32Depth));
 }
 
 // The fp32 constants of a checked row and its per-lane error bound
@@ -1205,13 +1278,36 @@ HWY_NOINLINE void ForSetLanes(DF df, hn::Vec<DF> flags, size_t count,
   }
 }
 
-template <class DF, typename TY, typename TP>
+// A checked row's CrRow; its double statistics (StatsF64) are made when a
+// lane first needs them, unless the row came with them.
+template <bool kLayerNorm, typename TX>
+class LazyCrRow {
+ public:
+  LazyCrRow(const internal::CrRow& row, bool has_stats)
+      : row_(row), has_stats_(has_stats) {}
+  const internal::CrRow& Get() {
+    if (!has_stats_) {
+      row_.st = StatsF64<kLayerNorm>(hn::ScalableTag<float>(),
+                                     static_cast<const TX*>(row_.x), row_.n,
+                                     row_.eps);
+      has_stats_ = true;
+    }
+    return row_;
+  }
+
+ private:
+  internal::CrRow row_;
+  bool has_stats_;
+};
+
+// Decides the elements i + stride * l of the set lanes l of `flags`.
+template <class DF, typename TY, typename TP, class CR>
 HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
-                            TY* y, const Weights<TP>& w,
-                            const internal::CrRow& cr,
-                            internal::CrCache& cache) {
-  ForSetLanes(df, flags, count,
-              [&](size_t l) { DecideElement(w, cr, cache, i + l, y); });
+                            TY* y, const Weights<TP>& w, CR& cr,
+                            internal::CrCache& cache, size_t stride = 1) {
+  ForSetLanes(df, flags, count, [&](size_t l) {
+    DecideElement(w, cr.Get(), cache, i + stride * l, y);
+  });
 }
 
 // A row of 16-bit y, correctly rounded. x is never y (NormRowsChecked
@@ -1220,7 +1316,8 @@ template <bool kLayerNorm, bool kHF, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
                                   const Weights<TP> w, size_t n, RowScale k,
-                                  RowBound bound, const internal::CrRow& cr) {
+                                  RowBound bound,
+                                  LazyCrRow<kLayerNorm, TX>& cr) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -1246,6 +1343,228 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
       DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
                   cache);
     }
+  }
+}
+
+// The bound of a checked row's results in a form that costs fewer
+// operations per vector: |y - exact y| <= r|y| + ag|g| + ab|b| + f, from
+// CheckedScale's |t - xhat| <= alpha|d| + beta and |d| mul <= (|t| +
+// |add|)(1 + 2u) (t's rounding): |t - xhat| <= a1|t| + b1, then y = t g + b
+// rounded once (twice without FMA) and |g t| <= |y| (1 + 2u) + |b|. The
+// floor f = 2^-100 |g| + 2^-111 covers a subnormal t's rounding (2^-150 at
+// most) and a subnormal y's, and keeps every |y| < 2^-100 out of
+// RoundsClear's reach. It is needed only where t or y may be inexact: where
+// d != 0, or everywhere when add != 0. LayerNorm rows with add == 0 take
+// ApplyRowChecked; RMSNorm (add = 0) masks f with x != 0, so that x = 0
+// gives an exact, unflagged +-0. The floors are normal floats: subnormal
+// arithmetic takes microcode assists on x86 (it made rows 7x slower). r
+// stays below 2^-13, so that RoundsClear's reach is left to the absolute
+// terms.
+struct YBound {
+  float r, ag, ab;
+};
+
+inline constexpr float kTFloor = 0x1p-100f, kYFloor = 0x1p-111f;
+
+inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
+                     YBound& yb) {
+  if (layernorm && k.add == 0.0f) return false;
+  constexpr double u = 0x1p-24;
+  constexpr double kExtra = HWY_NATIVE_FMA ? 0.0 : u;  // t * g rounded
+  const double per_d = static_cast<double>(bound.alpha) / k.mul;
+  const double a1 = per_d * (1 + 3 * u);
+  double b1 = bound.beta + per_d * std::fabs(k.add) * (1 + 3 * u);
+  if (layernorm) {
+    b1 += kTFloor;
+  } else if (b1 != 0.0) {
+    return false;  // RMSNorm's t = x * mul: no shift, no beta
+  }
+  const double r = (a1 + u + 2 * kExtra) * (1 + 3 * u) * 1.01;
+  if (!(r <= 0x1p-13)) return false;
+  yb = YBound{static_cast<float>(r), static_cast<float>(b1 * 1.01),
+              static_cast<float>((a1 + kExtra) * 1.01)};
+  return true;
+}
+
+// One vector of a checked row (without Hugging Face's rounding): its
+// results y and the lanes that round as the exact values do (YBound).
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
+                                      const Weights<TP>& w, size_t i,
+                                      size_t count, hn::Vec<DF> m,
+                                      hn::Vec<DF> mul, hn::Vec<DF> add,
+                                      hn::Vec<DF> vr, hn::Vec<DF> vag,
+                                      hn::Vec<DF> vab, hn::Vec<DF>& y) {
+  hn::Vec<DF> g, b;
+  WeightsAt<kAt>(df, w, i, count, g, b);
+  const auto xv = LoadAt<kAt>(df, x + i, count);
+  hn::Vec<DF> t, weights;
+  if constexpr (kLayerNorm) {
+    t = hn::MulAdd(hn::Sub(xv, m), mul, add);
+    weights = hn::MulAdd(vag, hn::Abs(g),
+                         hn::MulAdd(vab, hn::Abs(b), hn::Set(df, kYFloor)));
+  } else {  // ag = 0: beta = add = 0
+    (void)m;
+    (void)add;
+    (void)vag;
+    t = hn::Mul(xv, mul);
+    const auto floor = hn::IfThenElseZero(
+        hn::Ne(xv, hn::Zero(df)),
+        hn::MulAdd(hn::Set(df, kTFloor), hn::Abs(g), hn::Set(df, kYFloor)));
+    weights = hn::MulAdd(vab, hn::Abs(b), floor);
+  }
+  y = GammaBeta(df, t, g, b);
+  auto clear = RoundsClear<TY>(df, y, hn::MulAdd(vr, hn::Abs(y), weights));
+  if constexpr (kAt == At::kTail) {
+    clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
+  }
+  return clear;
+}
+
+// The 2N results of a checked row at i (as Results2N moves them), and the
+// lanes of each vector that round as the exact values do.
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void LeanChecked2N(DF df, const TX* HWY_RESTRICT x,
+                              const Weights<TP>& w, size_t i, hn::Vec<DF> m,
+                              hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> vr,
+                              hn::Vec<DF> vag, hn::Vec<DF> vab, hn::Vec<DF>& va,
+                              hn::Vec<DF>& vb, hn::Mask<DF>& ca,
+                              hn::Mask<DF>& cb) {
+  if constexpr (kPairs<TX, TY, TP>) {
+    ca = LeanCheckedAt<kLayerNorm, At::kPairA, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
+    cb = LeanCheckedAt<kLayerNorm, At::kPairB, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, vr, vag, vab, vb);
+  } else {
+    ca = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
+    cb = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
+        df, x, w, i + hn::Lanes(df), 0, m, mul, add, vr, vag, vab, vb);
+  }
+}
+
+// Elements [i, end) of a checked row, 2N at a time (end - i a multiple of
+// 2N): stores the results and returns whether a lane is left open. Kept
+// apart from the decisions, so that its loop makes no calls and keeps its
+// constants in registers (with the calls in the same function, GCC 12
+// reloaded them from the stack: 1.8x the instructions).
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_NOINLINE bool LeanChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
+                            const Weights<TP> w, size_t i, size_t end,
+                            RowScale k, YBound yb) {
+  const size_t N = hn::Lanes(df);
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
+  const auto vab = hn::Set(df, yb.ab);
+  auto open = hn::Zero(df);
+  for (; i < end; i += 2 * N) {
+    hn::Vec<DF> va, vb;
+    hn::Mask<DF> ca, cb;
+    LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
+                                          vab, va, vb, ca, cb);
+    Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
+    open = hn::Or(open, hn::VecFromMask(df, hn::Not(hn::And(ca, cb))));
+  }
+  return !hn::AllTrue(df, hn::Eq(open, hn::Zero(df)));
+}
+
+// The open lanes of elements [i, end) of a checked row, decided.
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                              size_t i, size_t end, RowScale k, YBound yb,
+                              LazyCrRow<kLayerNorm, TX>& cr,
+                              internal::CrCache& cache) {
+  // Where a pair is the even and the odd elements (convert-inl.h).
+  constexpr bool kEvenOddPair = kPairs<TX, TY, TP> && kEvenOdd<TY>;
+  const size_t N = hn::Lanes(df);
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
+  const auto vab = hn::Set(df, yb.ab);
+  for (; i < end; i += 2 * N) {
+    hn::Vec<DF> va, vb;
+    hn::Mask<DF> ca, cb;
+    LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
+                                          vab, va, vb, ca, cb);
+    if (hn::AllTrue(df, hn::And(ca, cb))) continue;
+    const size_t stride = kEvenOddPair ? 2 : 1;
+    DecideLanes(df, hn::VecFromMask(df, hn::Not(ca)), i, N, y, w, cr, cache,
+                stride);
+    DecideLanes(df, hn::VecFromMask(df, hn::Not(cb)),
+                kEvenOddPair ? i + 1 : i + N, N, y, w, cr, cache, stride);
+  }
+}
+
+// A row of 16-bit y, correctly rounded, without Hugging Face's rounding:
+// chunks of kLeanChunk elements 2N at a time (pairs where x, y and the
+// weights pair alike, as the fast kernels move them), the rare chunk with
+// an open lane checked again with the decisions; then vectors and the
+// tail. x is never y.
+inline constexpr size_t kLeanChunk = 512;
+
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
+                                      const Weights<TP> w, size_t n, RowScale k,
+                                      YBound yb,
+                                      LazyCrRow<kLayerNorm, TX>& cr) {
+  constexpr bool kQuiet = kQuietNaNs<TP>;
+  const size_t N = hn::Lanes(df);
+  internal::CrCache cache;
+  const size_t paired_end = n / (2 * N) * (2 * N);
+  for (size_t i = 0; i < paired_end;) {
+    const size_t end =
+        paired_end - i > kLeanChunk ? i + kLeanChunk : paired_end;
+    if (LeanChunk<kLayerNorm>(df, x, y, w, i, end, k, yb)) {
+      DecideChunk<kLayerNorm>(df, x, y, w, i, end, k, yb, cr, cache);
+    }
+    i = end;
+  }
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
+  const auto vab = hn::Set(df, yb.ab);
+  hn::Vec<DF> v;
+  size_t i = paired_end;
+  for (; i + N <= n; i += N) {
+    const auto clear = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, vr, vag, vab, v);
+    StoreF<kQuiet>(df, v, y + i);
+    if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
+                  cache);
+    }
+  }
+  if (i < n) {
+    const auto clear = LeanCheckedAt<kLayerNorm, At::kTail, DF, TX, TY>(
+        df, x, w, i, n - i, m, mul, add, vr, vag, vab, v);
+    StoreTailF<kQuiet>(df, v, y + i, n - i);
+    if (!hn::AllTrue(df, clear)) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
+                  cache);
+    }
+  }
+}
+
+// A checked row of 16-bit y: the lean form where its bound allows, else
+// ApplyRowChecked: Hugging Face's order, a loose bound, or a row of zero
+// variance, whose results are exactly y = add * g + b (or are decided
+// exactly): ApplyRowChecked's bound is 0 there and the lean one's floor
+// would flag every lane.
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void ApplyCheckedAny(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                                size_t n, const RowScale& k,
+                                const RowBound& bound, double variance,
+                                LazyCrRow<kLayerNorm, TX>& cr) {
+  YBound yb;
+  if (!std::is_same_v<TX, float> && w.round) {
+    ApplyRowChecked<kLayerNorm, !std::is_same_v<TX, float>>(df, x, y, w, n, k,
+                                                            bound, cr);
+  } else if (variance > 0.0 && YBoundOf(kLayerNorm, k, bound, yb)) {
+    ApplyRowLeanChecked<kLayerNorm>(df, x, y, w, n, k, yb, cr);
+  } else {
+    ApplyRowChecked<kLayerNorm, false>(df, x, y, w, n, k, bound, cr);
   }
 }
 
@@ -1431,6 +1750,24 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     }
     constexpr bool kQuant = std::is_same_v<TY, int8_t>;
     float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
+    RowScale k;
+    RowBound bound;
+    // RMSNorm with 16-bit y: first the fp32 statistics (RMSNormStatsF32),
+    // enough for most rows. LayerNorm's are not: fp32 sums bound the mean only
+    // within ~10u of the deviations' size, and that flags lanes near
+    // y = 0 in nearly every row (bench rows: 97% of them needed StatsF64).
+    if constexpr (!kQuant && !kLayerNorm) {
+      const internal::RowStats st = RMSNormStatsF32(df, h, n, a.eps);
+      if (std::isfinite(st.v) && std::isfinite(st.c) && std::isfinite(st.r) &&
+          CheckedScale(kLayerNorm, st, k, bound)) {
+        LazyCrRow<kLayerNorm, TX> cr(
+            internal::CrRow{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
+                            kDType<TY>, n, a.eps, st},
+            false);
+        ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
+        continue;
+      }
+    }
     const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);
@@ -1444,8 +1781,6 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     }
     const internal::CrRow cr{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
-    RowScale k;
-    RowBound bound;
     const bool checked = CheckedScale(kLayerNorm, st, k, bound);
     if constexpr (kQuant) {
       const internal::CrWeights crw{a.gamma,  a.beta,  kDType<TP>,
@@ -1464,11 +1799,9 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     } else if (!checked) {
       internal::CrCache cache;
       for (size_t j = 0; j < n; ++j) DecideElement(w, cr, cache, j, y);
-    } else if (!std::is_same_v<TX, float> && w.round) {
-      ApplyRowChecked<kLayerNorm, !std::is_same_v<TX, float>>(df, h, y, w, n, k,
-                                                              bound, cr);
     } else {
-      ApplyRowChecked<kLayerNorm, false>(df, h, y, w, n, k, bound, cr);
+      LazyCrRow<kLayerNorm, TX> lazy(cr, true);
+      ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, lazy);
     }
   }
 }
