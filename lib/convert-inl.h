@@ -24,10 +24,11 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "lib/kernel_table.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using bf16_t = hwy::bfloat16_t;
@@ -339,7 +340,7 @@ HWY_INLINE void StoreTailF(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p,
   std::memcpy(p, buf, count * sizeof(T));
 }
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 
