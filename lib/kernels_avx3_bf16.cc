@@ -24,7 +24,8 @@
 #include "lib/kernel_table.h"
 #include "lib/norm_rows-inl.h"
 
-HWY_BEFORE_NAMESPACE();
+// The tables are data, filled at compile time: no target attributes here
+// (clang rejects a region of them that holds no function).
 namespace simdnorm {
 namespace SIMDNORM_NAMESPACE {
 
@@ -33,7 +34,6 @@ constexpr KindKernels<1> kRMSNormKernels;
 
 }  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
-HWY_AFTER_NAMESPACE();
 
 namespace simdnorm {
 namespace internal {
