@@ -52,9 +52,12 @@ using f16_t = hwy::float16_t;
 // bf16 narrowing by the AVX512_BF16 instructions (VCVTNE2PS2BF16,
 // VCVTNEPS2BF16) on the targets that have them: simdnorm's AVX3_BF16
 // (kernels_avx3_bf16.cc) and, with a Highway that has them, AVX3_ZEN4 and
-// AVX3_SPR. Elsewhere the integer rounding below.
+// AVX3_SPR (unless that Highway leaves AVX512_BF16 out of their attributes,
+// HWY_AVX3_ENABLE_AVX512BF16 0). Elsewhere the integer rounding below.
 #undef SIMDNORM_AVX512BF16
-#if defined(SIMDNORM_WITH_AVX512BF16) && HWY_TARGET == HWY_AVX3
+#if defined(HWY_AVX3_ENABLE_AVX512BF16) && !HWY_AVX3_ENABLE_AVX512BF16
+#define SIMDNORM_AVX512BF16 0
+#elif defined(SIMDNORM_WITH_AVX512BF16) && HWY_TARGET == HWY_AVX3
 #define SIMDNORM_AVX512BF16 1
 #elif defined(HWY_AVX3_ZEN4) && HWY_TARGET == HWY_AVX3_ZEN4
 #define SIMDNORM_AVX512BF16 1
