@@ -96,13 +96,55 @@ std::vector<float> AllGammas() {
   return g;
 }
 
+// The first bf16 result of d (one row, aligned) where AVX3_BF16 differs
+// from AVX3 or from the portable ISA, and the three values; at = -1: none.
+struct Mismatch {
+  long at = -1;
+  std::string what;
+};
+Mismatch CompareIsas(const simdnorm_desc& d) {
+  const Written hw = RunOn(kBf16Isa, d, 0, false);
+  for (const std::string& isa : {std::string(kAvx3), SupportedIsas().back()}) {
+    const Written other = RunOn(isa, d, 0, false);
+    const long byte = FirstDifference(hw.y, other.y);
+    if (byte >= 0) {
+      const size_t j = static_cast<size_t>(byte) / 2;
+      return {static_cast<long>(j), "AVX3_BF16 " + Hex(Bf16At(hw.y, j), 4) +
+                                        ", " + isa + " " +
+                                        Hex(Bf16At(other.y, j), 4)};
+    }
+  }
+  return {};
+}
+
+// One row of `cols` elements, x and weights of `type`, bf16 y, eps 0, on
+// the calling thread.
+simdnorm_desc OneRow(simdnorm_kind kind, simdnorm_dtype type, const void* x,
+                     const void* gamma, const void* beta, size_t cols,
+                     unsigned flags) {
+  simdnorm_desc d = {};
+  d.kind = kind;
+  d.rows = 1;
+  d.cols = cols;
+  d.x = x;
+  d.x_type = type;
+  d.y_type = SIMDNORM_BF16;
+  d.gamma = gamma;
+  d.beta = beta;
+  d.param_type = type;
+  d.eps = 0.0f;
+  d.max_threads = 1;
+  d.flags = flags;
+  return d;
+}
+
 // Rows of x = [1, -1, 1, -1, ...] have mean 0 and variance 1, and mean
 // square 1: with eps 0, LayerNorm's and RMSNorm's normalized value is
-// exactly +-1, and y_j = +-gamma_j rounded once to bf16.
+// exactly +-1, and y_j = +-gamma_j rounded once to bf16. f32 x and gamma
+// with bf16 y store vector by vector (vcvtneps2bf16).
 TEST(Bf16HardwareTest, EveryGammaGivesAvx3Bytes) {
   if (!Listed(kBf16Isa)) GTEST_SKIP() << "AVX3_BF16 is not listed here";
   ASSERT_TRUE(Listed(kAvx3));
-  const std::string portable = SupportedIsas().back();
   const std::vector<float> all = AllGammas();
   constexpr size_t kCols = 4096;
   const size_t rows = (all.size() + kCols - 1) / kCols;
@@ -114,37 +156,54 @@ TEST(Bf16HardwareTest, EveryGammaGivesAvx3Bytes) {
   for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
     for (unsigned flags : {0u, unsigned{SIMDNORM_FAST_ROUNDING}}) {
       for (size_t r = 0; r < rows; ++r) {
-        simdnorm_desc d = {};
-        d.kind = kind;
-        d.rows = 1;
-        d.cols = kCols;
-        d.x = x.data();
-        d.x_type = SIMDNORM_F32;
-        d.y_type = SIMDNORM_BF16;
-        d.gamma = gamma.data() + r * kCols;
-        d.param_type = SIMDNORM_F32;
-        d.eps = 0.0f;
-        d.max_threads = 1;
-        d.flags = flags;
-        const Written hw = RunOn(kBf16Isa, d, 0, false);
-        const Written avx3 = RunOn(kAvx3, d, 0, false);
-        const Written sw = RunOn(portable, d, 0, false);
-        const long diff = FirstDifference(hw.y, avx3.y);
-        const long diff_sw = FirstDifference(hw.y, sw.y);
-        ASSERT_EQ(diff, -1) << KindName(kind) << " flags " << flags << " gamma "
-                            << Hex(FloatBits(gamma[r * kCols + diff / 2]), 8)
-                            << ": AVX3_BF16 " << Hex(Bf16At(hw.y, diff / 2), 4)
-                            << ", AVX3 " << Hex(Bf16At(avx3.y, diff / 2), 4);
-        ASSERT_EQ(diff_sw, -1)
+        const Mismatch m = CompareIsas(OneRow(kind, SIMDNORM_F32, x.data(),
+                                              gamma.data() + r * kCols, nullptr,
+                                              kCols, flags));
+        ASSERT_EQ(m.at, -1)
             << KindName(kind) << " flags " << flags << " gamma "
-            << Hex(FloatBits(gamma[r * kCols + diff_sw / 2]), 8)
-            << ": AVX3_BF16 " << Hex(Bf16At(hw.y, diff_sw / 2), 4) << ", "
-            << portable << " " << Hex(Bf16At(sw.y, diff_sw / 2), 4);
+            << Hex(FloatBits(gamma[r * kCols + m.at]), 8) << ": " << m.what;
         compared += kCols;
       }
     }
   }
   EXPECT_GE(compared, 4 * all.size());
+}
+
+// The same rows in bf16, with bf16 gamma and beta: x, y and weights pair
+// (convert-inl.h), so y is stored by vcvtne2ps2bf16 + vpermw, and bf16
+// weights take the stores without NaN quieting. y_j = +-gamma_j + beta_j:
+// every bf16 gamma (subnormals, NaNs, infinities included), each with
+// betas that put y on a rounding tie, just below it, and elsewhere.
+TEST(Bf16HardwareTest, EveryBf16GammaPairedGivesAvx3Bytes) {
+  if (!Listed(kBf16Isa)) GTEST_SKIP() << "AVX3_BF16 is not listed here";
+  ASSERT_TRUE(Listed(kAvx3));
+  std::vector<uint16_t> gamma, beta;
+  Rng rng(7);
+  for (uint32_t g = 0; g < 0x10000; ++g) {
+    // Half a bf16 ulp of g (2^-8 of its power of two), as a float.
+    const float half_ulp =
+        FloatFromBits((g & 0x7F80u) << 16) * 0x1p-8f + 0x1p-133f;
+    const float ties[] = {0.0f, half_ulp, -half_ulp, 0.75f * half_ulp,
+                          static_cast<float>(rng.Normal())};
+    for (float b : ties) {
+      gamma.push_back(static_cast<uint16_t>(g));
+      beta.push_back(Bf16Bits(b));
+    }
+  }
+  constexpr size_t kCols = 4096;
+  const size_t rows = gamma.size() / kCols;
+  std::vector<uint16_t> x(kCols);
+  for (size_t j = 0; j < kCols; ++j) x[j] = Bf16Bits(j % 2 ? -1.0f : 1.0f);
+  for (unsigned flags : {0u, unsigned{SIMDNORM_FAST_ROUNDING}}) {
+    for (size_t r = 0; r < rows; ++r) {
+      const Mismatch m = CompareIsas(OneRow(
+          SIMDNORM_LAYERNORM, SIMDNORM_BF16, x.data(), gamma.data() + r * kCols,
+          beta.data() + r * kCols, kCols, flags));
+      ASSERT_EQ(m.at, -1) << "flags " << flags << " gamma "
+                          << Hex(gamma[r * kCols + m.at], 4) << " beta "
+                          << Hex(beta[r * kCols + m.at], 4) << ": " << m.what;
+    }
+  }
 }
 
 // ---------------------------------------------------------------- rows
