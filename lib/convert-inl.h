@@ -24,10 +24,11 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
+#include "lib/kernel_table.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using bf16_t = hwy::bfloat16_t;
@@ -46,6 +47,24 @@ using f16_t = hwy::float16_t;
 #define SIMDNORM_F16C 1
 #else
 #define SIMDNORM_F16C 0
+#endif
+
+// bf16 narrowing by the AVX512_BF16 instructions (VCVTNE2PS2BF16,
+// VCVTNEPS2BF16) on the targets that have them: simdnorm's AVX3_BF16
+// (kernels_avx3_bf16.cc) and, with a Highway that has them, AVX3_ZEN4 and
+// AVX3_SPR (unless that Highway leaves AVX512_BF16 out of their attributes,
+// HWY_AVX3_ENABLE_AVX512BF16 0). Elsewhere the integer rounding below.
+#undef SIMDNORM_AVX512BF16
+#if defined(HWY_AVX3_ENABLE_AVX512BF16) && !HWY_AVX3_ENABLE_AVX512BF16
+#define SIMDNORM_AVX512BF16 0
+#elif defined(SIMDNORM_WITH_AVX512BF16) && HWY_TARGET == HWY_AVX3
+#define SIMDNORM_AVX512BF16 1
+#elif defined(HWY_AVX3_ZEN4) && HWY_TARGET == HWY_AVX3_ZEN4
+#define SIMDNORM_AVX512BF16 1
+#elif defined(HWY_AVX3_SPR) && HWY_TARGET == HWY_AVX3_SPR
+#define SIMDNORM_AVX512BF16 1
+#else
+#define SIMDNORM_AVX512BF16 0
 #endif
 
 // Enough room for one vector of float lanes on any target.
@@ -164,6 +183,32 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedToBF16Bits(DF df,
   return hn::IfThenElse(hn::RebindMask(du32, hn::IsNaN(v)), quiet_nan, rounded);
 }
 
+#if SIMDNORM_AVX512BF16
+// The hardware conversions round to nearest-even and make NaNs quiet
+// keeping the top of their payload (the same bits as RoundedToBF16Bits
+// with kQuietNaN; without it, NaNs have a zero low half and are quiet), but
+// take subnormal inputs as zero. So the callers below redo a vector in
+// software when any of its results is a signed zero: only zero and
+// subnormal inputs give one, and only subnormals differ (all 2^32 inputs
+// checked on Sapphire Rapids). They take whole 512-bit vectors only.
+template <class DF>
+inline constexpr bool kZmm = std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>;
+
+// bf16 of each lane of v, in order (a cast: GCC 12 and clang give the
+// intrinsics' result a vector type of shorts, GCC 13 of __bf16).
+HWY_INLINE __m256i NarrowBF16(__m512 v) {
+  return (__m256i)_mm512_cvtneps_pbh(v);
+}
+
+// Whether any 16-bit result is +-0.
+HWY_INLINE bool AnySignedZero(__m256i bits) {
+  return _mm256_testn_epi16_mask(bits, _mm256_set1_epi16(0x7FFF)) != 0;
+}
+HWY_INLINE bool AnySignedZero(__m512i bits) {
+  return _mm512_testn_epi16_mask(bits, _mm512_set1_epi16(0x7FFF)) != 0;
+}
+#endif
+
 // Stores narrow to the pointer's type; kQuietNaN as for RoundedToBF16Bits
 // (only bf16 stores use it).
 template <bool kQuietNaN = true, class DF>
@@ -173,6 +218,15 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
 
 template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
+#if SIMDNORM_AVX512BF16
+  if constexpr (kZmm<DF>) {
+    const __m256i bits = NarrowBF16(v.raw);
+    if (HWY_LIKELY(!AnySignedZero(bits))) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), bits);
+      return;
+    }
+  }
+#endif
   const hn::RebindToSigned<DF> di32;
   const hn::Rebind<uint16_t, DF> d16;
   const auto top = hn::BitCast(
@@ -204,6 +258,15 @@ template <typename T, class DF>
 HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
   if constexpr (std::is_same_v<T, bf16_t>) {
+#if SIMDNORM_AVX512BF16
+    if constexpr (kZmm<DF>) {
+      const __m256i bits = NarrowBF16(v.raw);
+      if (HWY_LIKELY(!AnySignedZero(bits))) {
+        const __m512i wide = _mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16);
+        return hn::Vec512<float>{_mm512_castsi512_ps(wide)};
+      }
+    }
+#endif
     return hn::BitCast(
         df, hn::And(RoundedToBF16Bits<false>(df, v), hn::Set(du, 0xFFFF0000u)));
   } else if constexpr (std::is_same_v<T, f16_t>) {
@@ -301,6 +364,23 @@ template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           bf16_t* HWY_RESTRICT p) {
   const hn::RebindToUnsigned<DF> du32;
+#if SIMDNORM_AVX512BF16
+  if constexpr (kZmm<DF>) {
+    // One conversion of both vectors: words 0-15 are b's, 16-31 a's. The
+    // pair's layout wants a_i in word 2i and b_i in word 2i + 1.
+    const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(a.raw, b.raw);
+    alignas(64) static constexpr uint16_t kInterleave[32] = {
+        16, 0, 17, 1, 18, 2,  19, 3,  20, 4,  21, 5,  22, 6,  23, 7,
+        24, 8, 25, 9, 26, 10, 27, 11, 28, 12, 29, 13, 30, 14, 31, 15};
+    if (HWY_LIKELY(!AnySignedZero(both))) {
+      const __m512i pairs =
+          _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+      StoreVec<kStream>(hn::Vec512<uint32_t>{pairs}, du32,
+                        reinterpret_cast<uint32_t*>(p));
+      return;
+    }
+  }
+#endif
   const auto even = hn::ShiftRight<16>(RoundedToBF16Bits<kQuietNaN>(df, a));
   const auto odd =
       hn::And(RoundedToBF16Bits<kQuietNaN>(df, b), hn::Set(du32, 0xFFFF0000u));
@@ -339,7 +419,7 @@ HWY_INLINE void StoreTailF(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p,
   std::memcpy(p, buf, count * sizeof(T));
 }
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 

@@ -2,6 +2,10 @@
 
 #include <strings.h>
 
+#if SIMDNORM_HAVE_AVX3_BF16
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -53,10 +57,33 @@ struct IsaList {
     return true;
   }
 
+#if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
+  // Whether AVX3 runs here (Highway's check: the CPU's AVX-512 subsets and
+  // the OS's saving of their registers) and CPUID leaf 7, subleaf 1 has
+  // AVX512_BF16 (EAX bit 5).
+  static bool CpuHasAvx512Bf16() {
+    if ((hwy::SupportedTargets() & HWY_AVX3) == 0) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+    return (eax >> 5) & 1;
+  }
+#endif
+
   IsaList() {
     VisitLayerNormKernels(&Add<SIMDNORM_LAYERNORM>, this);
     VisitRMSNormKernels(&Add<SIMDNORM_RMSNORM>, this);
-    const int64_t supported = hwy::SupportedTargets();
+    int64_t supported = hwy::SupportedTargets();
+    int64_t chosen = BestTarget();
+#if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
+    // Highway's dispatch knows nothing of AVX3_BF16: listed, and the best,
+    // where AVX3 runs and the CPU has AVX512_BF16.
+    if (CpuHasAvx512Bf16()) {
+      Add<SIMDNORM_LAYERNORM>(kAvx3Bf16LayerNormKernels, this);
+      Add<SIMDNORM_RMSNORM>(kAvx3Bf16RMSNormKernels, this);
+      supported |= kTargetAvx3Bf16;
+      chosen = kTargetAvx3Bf16;
+    }
+#endif
     for (size_t i = 0; i < num_stored; ++i) {
       const Isa& isa = storage[i];
       if (Complete(isa) && (isa.target & supported) != 0) isas[count++] = &isa;
@@ -64,7 +91,6 @@ struct IsaList {
     // Highway numbers targets so that a lower bit is a better target.
     std::sort(isas, isas + count,
               [](const Isa* a, const Isa* b) { return a->target < b->target; });
-    const int64_t chosen = BestTarget();
     for (size_t i = 0; i < count && !best; ++i) {
       if (isas[i]->target == chosen) best = isas[i];
     }

@@ -6,6 +6,15 @@
 #include <cstddef>
 #include <cstdint>
 
+// The namespace of the per-target code (lib/*-inl.h, lib/kernels_*.cc):
+// Highway's, except in a file that compiles a target Highway does not know
+// under one of its own (kernels_avx3_bf16.cc: Highway's AVX3 plus
+// AVX512_BF16), so that its functions never share a mangled name, and so
+// the linker's choice, with those of the target it extends.
+#ifndef SIMDNORM_NAMESPACE
+#define SIMDNORM_NAMESPACE HWY_NAMESPACE
+#endif
+
 namespace simdnorm {
 namespace internal {
 
@@ -49,12 +58,24 @@ using RowsFn = void (*)(const RowArgs& args, size_t row_begin, size_t row_end);
 // [x_type][y_type][param_type]
 using KindTable = RowsFn[kNumInTypes][kNumOutTypes][kNumInTypes];
 
-// One Highway target's kernels of one kind; `name` is hwy::TargetName().
+// One target's kernels of one kind; `name` is hwy::TargetName() or, for
+// simdnorm's own target, its name.
 struct TargetKernels {
   int64_t target;
   const char* name;
   const KindTable* table;
 };
+
+// simdnorm's own target AVX3_BF16 (lib/kernels_avx3_bf16.cc): Highway's
+// AVX3 plus AVX512_BF16 for the bf16 stores, for Highway versions without
+// AVX3_ZEN4 (whose bit it takes: a lower bit is a better target). Highway's
+// dispatch does not know it: isa.cc lists it after its own CPU check.
+inline constexpr int64_t kTargetAvx3Bf16 = int64_t{1} << 6;
+
+// Its kernels of each kind; data only, so that nothing compiled for it
+// runs before that check.
+extern const TargetKernels kAvx3Bf16LayerNormKernels;
+extern const TargetKernels kAvx3Bf16RMSNormKernels;
 
 // Calls `visit` for each target the kernels of a kind were compiled for
 // (kernels_layernorm.cc, kernels_rmsnorm.cc); a target may come twice.

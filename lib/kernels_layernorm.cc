@@ -10,7 +10,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 
 constexpr KindKernels<0> kLayerNormKernels;
 
@@ -18,7 +18,7 @@ internal::TargetKernels LayerNormKernels() {
   return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kLayerNormKernels.table};
 }
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 

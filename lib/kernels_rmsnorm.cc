@@ -10,7 +10,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 
 constexpr KindKernels<1> kRMSNormKernels;
 
@@ -18,7 +18,7 @@ internal::TargetKernels RMSNormKernels() {
   return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kRMSNormKernels.table};
 }
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 

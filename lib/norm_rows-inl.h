@@ -50,7 +50,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 
 // The power of two s with max_abs * s in [1, 2), kept a normal float.
 inline float ScaleFor(float max_abs) {
@@ -1860,7 +1860,7 @@ struct KindKernels {
   constexpr KindKernels() { Fill(std::make_index_sequence<36>()); }
 };
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 

@@ -18,7 +18,7 @@
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
-namespace HWY_NAMESPACE {
+namespace SIMDNORM_NAMESPACE {
 
 // Lanes that round as their exact values do: no rounding boundary and no
 // sign change within e of v. e must cover every rounding of v, subnormal
@@ -54,7 +54,7 @@ HWY_INLINE hn::Mask<DF> RoundsClear(DF df, hn::Vec<DF> v, hn::Vec<DF> e) {
   return clear;
 }
 
-}  // namespace HWY_NAMESPACE
+}  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
 
