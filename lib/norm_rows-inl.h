@@ -1023,8 +1023,8 @@ HWY_INLINE void AddToF64(DF df, hn::Vec<DF> v,
                          hn::Vec<hn::ScalableTag<double>>& lo,
                          hn::Vec<hn::ScalableTag<double>>& hi) {
   const hn::ScalableTag<double> dd;
-#if HWY_TARGET == HWY_SCALAR
   (void)df;
+#if HWY_TARGET == HWY_SCALAR
   (void)hi;
   lo = hn::Add(lo, hn::Set(dd, static_cast<double>(hn::GetLane(v))));
 #else
