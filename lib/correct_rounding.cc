@@ -17,7 +17,12 @@ namespace {
 
 constexpr double kU = 0x1p-53;
 
-double Gamma(double m) { return m * kU / (1.0 - m * kU); }
+// gamma_m = m u / (1 - m u) <= m u (1 + 2 m u): without a division (this
+// runs once per row) where m u <= 2^-20, rounded up.
+double Gamma(double m) {
+  const double mu = m * kU;  // exact: m is an integer below 2^53
+  return mu <= 0x1p-20 ? mu * (1 + 0x1p-18) : mu / (1.0 - mu);
+}
 
 uint16_t Round16(simdnorm_dtype t, double v) {
   return t == SIMDNORM_BF16 ? RoundToBF16Bits(v) : RoundToF16Bits(v);
@@ -563,7 +568,8 @@ SumModel Fp32Sums(size_t n, int depth) {
   // fp32 roundings, then n more in double at most: (1 + g32)(1 + g64) - 1.
   constexpr double u32 = 0x1p-24;
   const double d = static_cast<double>(depth);
-  const double g32 = d * u32 / (1.0 - d * u32);
+  const double mu = d * u32;
+  const double g32 = mu * (1 + 2 * mu) * (1 + 0x1p-50);  // >= mu / (1 - mu)
   const double g64 = Gamma(static_cast<double>(n) + 1);
   const double g = g32 + g64 + g32 * g64;
   // Each fp32 FMA whose result is subnormal may lose up to 2^-150.
@@ -573,34 +579,39 @@ SumModel Fp32Sums(size_t n, int depth) {
 
 RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
                        double q, const SumModel& m) {
-  const double nd = static_cast<double>(n);
-  // Upper bound of the sum of the computed squares (positive terms).
-  const double q1 = (q + m.floor_q) / (1.0 - m.gamma_q);
+  // One division and two square roots per row (this runs once per row of
+  // the kernels): 1/n multiplied in, each such product two roundings.
+  const double inv_n = 1.0 / static_cast<double>(n);
+  // Upper bound of the sum of the computed squares (positive terms):
+  // 1 / (1 - g) <= 1 + 2g for g <= 1/2.
+  const double q1 = (q + m.floor_q) * (1 + 2 * m.gamma_q + 4 * kU);
   RowStats st{};
   if (layernorm) {
     st.k = k;
-    // sum |d| <= sqrt(n sum d^2) (Cauchy-Schwarz).
-    const double abs_sum = std::sqrt(nd * q1) * (1 + 4 * kU);
-    st.c = s / nd;
+    // sum |d| / n <= sqrt(sum d^2 / n) (Cauchy-Schwarz).
+    const double abs_mean = std::sqrt(q1 * inv_n) * (1 + 4 * kU);
+    st.c = s * inv_n;
     // The sum's error, and each d's own rounding (|d - (x - k)| <= ud|d|).
     st.dc =
-        (m.gamma_s + m.ud) * abs_sum / nd * (1 + 4 * kU) + kU * std::fabs(st.c);
+        (m.gamma_s + m.ud) * abs_mean * (1 + 4 * kU) + 3 * kU * std::fabs(st.c);
     const double dq = (m.gamma_q + 2.01 * m.ud) * q1 + m.floor_q;
-    const double second = q / nd;
+    const double second = q * inv_n;
     st.v = std::max(second - st.c * st.c, 0.0);
-    st.dv = (dq / nd + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 8 * kU) +
-            4 * kU * (second + st.c * st.c);
+    st.dv =
+        (dq * inv_n + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 12 * kU) +
+        6 * kU * (second + st.c * st.c);
   } else {
     // d = x, exact; x^2's rounding is one of the sum's.
     const double dq = m.gamma_q * q1 + m.floor_q;
-    st.v = q / nd;
-    st.dv = dq / nd * (1 + 2 * kU) + 2 * kU * st.v;
+    st.v = q * inv_n;
+    st.dv = dq * inv_n * (1 + 6 * kU) + 3 * kU * st.v;
   }
   const double w = st.v + static_cast<double>(eps);
   st.r = 1.0 / std::sqrt(w);
   // (1 + t)^(-1/2) is within 0.5 (1 - |t|)^(-3/2) |t| < 0.51 |t| of 1 for
-  // |t| <= 2^-10; then the square root and the division round.
-  const double rho = (st.dv + 2 * kU * w) / w;
+  // |t| <= 2^-10; then the square root and the division round. r * r is
+  // 1 / w within 8u.
+  const double rho = (st.dv + 2 * kU * w) * (st.r * st.r) * (1 + 8 * kU);
   st.er = (w > 0 && std::isfinite(st.r) && rho <= 0x1p-10) ? 0.51 * rho + 3 * kU
                                                            : -1.0;
   return st;
