@@ -1117,7 +1117,9 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
     dc = st.dc + 0x1p-52 * (std::fabs(km) + std::fabs(c));
     m = mean;
   }
-  const float add = layernorm ? static_cast<float>(-c * st.r) : 0.0f;
+  // + 0.0f: a zero add is +0, so that t = d * mul + add of a zero d is
+  // LayerNorm's +0 xhat (-0 * mul + -0 would be -0).
+  const float add = layernorm ? static_cast<float>(-c * st.r) + 0.0f : 0.0f;
   if (!(std::fabs(add) <= 0x1p100f)) return false;
   k = RowScale{1.0f, m, mul, add};
   constexpr double u = 0x1p-24;

@@ -358,6 +358,13 @@ TEST(CorrectRounding, SignsOfZero) {
     in.beta = Store(SIMDNORM_F32, {0.0f, 0.0f, -0.0f, -0.0f});
     y = ExpectSameBytesOnEveryIsa(in);
     EXPECT_EQ(y, (std::vector<uint16_t>{0x0000, 0x0000, 0x0000, 0x8000}));
+    // A row of zeros with -0 elements (found by the fuzzer): LayerNorm's
+    // xhat is +0 everywhere, and without weights y = +0 + -0 = +0.
+    in.x = Store(SIMDNORM_F32, {-0.0f, 0.0f, -0.0f, -0.0f});
+    in.gamma.clear();
+    in.beta.clear();
+    y = ExpectSameBytesOnEveryIsa(in);
+    EXPECT_EQ(y, std::vector<uint16_t>(4, 0x0000));
     // RMSNorm of -0 and +0 elements: xhat keeps x's sign.
     in.kind = SIMDNORM_RMSNORM;
     in.x = Store(SIMDNORM_F32, {-0.0f, 0.0f, 3.0f, -0.0f});
