@@ -258,15 +258,6 @@ template <typename T, class DF>
 HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
   if constexpr (std::is_same_v<T, bf16_t>) {
-#if SIMDNORM_AVX512BF16
-    if constexpr (kZmm<DF>) {
-      const __m256i bits = NarrowBF16(v.raw);
-      if (HWY_LIKELY(!AnySignedZero(bits))) {
-        const __m512i wide = _mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16);
-        return hn::Vec512<float>{_mm512_castsi512_ps(wide)};
-      }
-    }
-#endif
     return hn::BitCast(
         df, hn::And(RoundedToBF16Bits<false>(df, v), hn::Set(du, 0xFFFF0000u)));
   } else if constexpr (std::is_same_v<T, f16_t>) {
