@@ -1758,14 +1758,15 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     // enough for most rows. LayerNorm's are not: fp32 sums bound the mean only
     // within ~10u of the deviations' size, and that flags lanes near
     // y = 0 in nearly every row (bench rows: 97% of them needed StatsF64).
+    // (CheckedScale refuses stats that are not finite or have no bound.)
+    const auto row_of = [&](const internal::RowStats& st) {
+      return internal::CrRow{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
+                             kDType<TY>, n, a.eps,      st};
+    };
     if constexpr (!kQuant && !kLayerNorm) {
       const internal::RowStats st = RMSNormStatsF32(df, h, n, a.eps);
-      if (std::isfinite(st.v) && std::isfinite(st.c) && std::isfinite(st.r) &&
-          CheckedScale(kLayerNorm, st, k, bound)) {
-        LazyCrRow<kLayerNorm, TX> cr(
-            internal::CrRow{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
-                            kDType<TY>, n, a.eps, st},
-            false);
+      if (CheckedScale(kLayerNorm, st, k, bound)) {
+        LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
       }
@@ -1781,8 +1782,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       FillNaN(df, y, scales, kQuant ? a.scales_per_row : 0, n);
       continue;
     }
-    const internal::CrRow cr{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
-                             kDType<TY>, n, a.eps,      st};
+    const internal::CrRow cr = row_of(st);
     const bool checked = CheckedScale(kLayerNorm, st, k, bound);
     if constexpr (kQuant) {
       const internal::CrWeights crw{a.gamma,  a.beta,  kDType<TP>,
@@ -1802,7 +1802,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       internal::CrCache cache;
       for (size_t j = 0; j < n; ++j) DecideElement(w, cr, cache, j, y);
     } else {
-      LazyCrRow<kLayerNorm, TX> lazy(cr, true);
+      LazyCrRow<kLayerNorm, TX> lazy(cr, /*has_stats=*/true);
       ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, lazy);
     }
   }
