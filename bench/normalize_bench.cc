@@ -46,15 +46,21 @@ namespace {
 using simdnorm_peers::Problem;
 using simdnorm_peers::ProblemShape;
 
+// Every kind of the registry (simdnorm_op_at), as engines call it:
+// centered kinds (LayerNorm) with gamma + beta, the others gamma only.
 struct KindSpec {
   const char* name;
   simdnorm_kind kind;
-  bool beta;  // LayerNorm: gamma + beta; RMSNorm: gamma only
+  bool beta;
 };
-constexpr KindSpec kKinds[] = {
-    {"layernorm", SIMDNORM_LAYERNORM, true},
-    {"rmsnorm", SIMDNORM_RMSNORM, false},
-};
+std::vector<KindSpec> Kinds() {
+  std::vector<KindSpec> kinds;
+  for (size_t i = 0; i < simdnorm_op_count(); ++i) {
+    const simdnorm_op_info* op = simdnorm_op_at(i);
+    kinds.push_back({op->name, op->kind, op->centered != 0});
+  }
+  return kinds;
+}
 
 struct DTypeSpec {
   const char* name;
@@ -324,7 +330,7 @@ void RegisterAll() {
   const std::vector<Entry> qk =
       with({{Impl::kLoop, "loop"}, {Impl::kMemcpy, "memcpy"}});
 
-  for (const KindSpec& k : kKinds) {
+  for (const KindSpec& k : Kinds()) {
     for (const DTypeSpec& t : kDTypes) {
       // oneDNN 2.x: LayerNorm only, one dtype for x and y.
       const bool onednn = simdnorm_peers::onednn_built() &&
@@ -350,7 +356,7 @@ void RegisterAll() {
 
   // Fused residual add, vLLM's fused_add_rms_norm form: sum_out = residual
   // and y = x, both in place; "unfused" is the add loop, then the norm.
-  for (const KindSpec& k : kKinds) {
+  for (const KindSpec& k : Kinds()) {
     for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
       for (size_t cols : kFusedCols) {
         for (size_t rows : kFusedRows) {
@@ -407,7 +413,7 @@ void RegisterAll() {
   for (const Entry& e : isas) {
     then_dot.push_back({Impl::kSimdnormThenDot, e.name});
   }
-  for (const KindSpec& k : kKinds) {
+  for (const KindSpec& k : Kinds()) {
     for (size_t ti = 0; ti < kFusedDTypes; ++ti) {
       for (size_t rows : kThenDotRows) {
         RegisterShape(std::string(k.name) + "_then_dot", kDTypes[ti].name,

@@ -24,6 +24,9 @@ double Gamma(double m) {
   return mu <= 0x1p-20 ? mu * (1 + 0x1p-18) : mu / (1.0 - mu);
 }
 
+// Whether the row's statistics are of x - mean (LayerNorm).
+bool Centered(const CrRow& row) { return row.kind == SIMDNORM_LAYERNORM; }
+
 uint16_t Round16(simdnorm_dtype t, double v) {
   return t == SIMDNORM_BF16 ? RoundToBF16Bits(v) : RoundToF16Bits(v);
 }
@@ -167,29 +170,37 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
       e->s = e->s + x;
       e->q = e->q + x * x;
     }
-    const Dyadic n2eps = e->n * e->n * Dyadic::FromDouble(row.eps);
-    e->d =
-        row.layernorm ? e->n * e->q - e->s * e->s + n2eps : e->n * e->q + n2eps;
+    const Dyadic eps = Dyadic::FromDouble(row.eps);
+    if (row.kind == SIMDNORM_L2NORM) {  // max(Q, eps^2): n = 1 below
+      const Dyadic eps2 = eps * eps;
+      e->n = Dyadic::FromDouble(1.0);
+      e->d = e->q.Compare(eps2) >= 0 ? e->q : eps2;
+    } else {
+      const Dyadic n2eps = e->n * e->n * eps;
+      e->d = Centered(row) ? e->n * e->q - e->s * e->s + n2eps
+                           : e->n * e->q + n2eps;
+    }
     cache.exact = std::move(e);
   }
   return *cache.exact;
 }
 
 // xhat_j = p0 / sqrt(d) exactly. LayerNorm: (n x - S) / sqrt(n Q - S^2 +
-// n^2 eps); RMSNorm: n x / sqrt(n Q + n^2 eps).
+// n^2 eps); RMSNorm: n x / sqrt(n Q + n^2 eps); L2: x / sqrt(max(Q, eps^2))
+// (ExactSums' n is 1 there).
 struct ExactXhat {
   Dyadic p0, d;
 };
 
 ExactXhat XhatOf(const CrRow& row, const ExactSums& e, double x) {
   const Dyadic nx = e.n * Dyadic::FromDouble(x);
-  return {row.layernorm ? nx - e.s : nx, e.d};
+  return {Centered(row) ? nx - e.s : nx, e.d};
 }
 
 // The bits of a zero xhat (x equal to the mean: +0; RMSNorm's x = +-0:
 // x's sign), rounded to the 16-bit type.
 uint16_t XhatZeroBits(const CrRow& row, double x) {
-  return row.layernorm ? 0x0000 : SignedZero(x);
+  return Centered(row) ? 0x0000 : SignedZero(x);
 }
 
 }  // namespace
@@ -206,7 +217,7 @@ XhatF64 XhatInDouble(const CrRow& row, size_t j) {
   XhatF64 v{LoadAsFloat(row.x, row.x_storage, j), 0.0, -1.0};
   if (st.er < 0.0) return v;
   double e = v.x, ee = 0.0;
-  if (row.layernorm) {
+  if (Centered(row)) {
     const double d = v.x - st.k;
     e = d - st.c;
     ee = kU * std::fabs(d) * (1 + kU) + st.dc + kU * std::fabs(e);
@@ -266,7 +277,7 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
       sign = exact_xhat().p0.Sign();
     }
     const double xz =
-        sign != 0 ? sign : (row.layernorm ? 0.0 : x);  // x is +-0 there
+        sign != 0 ? sign : (Centered(row) ? 0.0 : x);  // x is +-0 there
     const double y = xz * g + b;
     return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
   }
@@ -285,7 +296,7 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
         // sign of (+-0) + b.
         const int s = f.p0.Sign();
         if (s != 0 && g != 0) return uint16_t{0x0000};
-        const double xz = s != 0 ? s : (row.layernorm ? 0.0 : x);
+        const double xz = s != 0 ? s : (Centered(row) ? 0.0 : x);
         return SignedZero(xz * g + b);
       });
 }
@@ -577,7 +588,7 @@ SumModel Fp32Sums(size_t n, int depth) {
   return SumModel{u32, g, g, floor};
 }
 
-RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
+RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
                        double q, const SumModel& m) {
   // One division and two square roots per row (this runs once per row of
   // the kernels): 1/n multiplied in, each such product two roundings.
@@ -586,7 +597,8 @@ RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
   // 1 / (1 - g) <= 1 + 2g for g <= 1/2.
   const double q1 = (q + m.floor_q) * (1 + 2 * m.gamma_q + 4 * kU);
   RowStats st{};
-  if (layernorm) {
+  const bool l2 = kind == SIMDNORM_L2NORM;
+  if (kind == SIMDNORM_LAYERNORM) {
     st.k = k;
     // sum |d| / n <= sqrt(sum d^2 / n) (Cauchy-Schwarz).
     const double abs_mean = std::sqrt(q1 * inv_n) * (1 + 4 * kU);
@@ -600,14 +612,26 @@ RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
     st.dv =
         (dq * inv_n + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 12 * kU) +
         6 * kU * (second + st.c * st.c);
-  } else {
+  } else if (l2) {
     // d = x, exact; x^2's rounding is one of the sum's.
+    st.v = q;
+    st.dv = (m.gamma_q * q1 + m.floor_q) * (1 + 2 * kU) + kU * st.v;
+  } else {
     const double dq = m.gamma_q * q1 + m.floor_q;
     st.v = q * inv_n;
     st.dv = dq * inv_n * (1 + 6 * kU) + 3 * kU * st.v;
   }
-  const double w = st.v + static_cast<double>(eps);
-  st.r = 1.0 / std::sqrt(w);
+  // L2: r = 1 / max(sqrt(v), eps). max(., eps) moves no value further from
+  // another (and only down, relative to the larger), so r's relative error
+  // is at most that of 1 / sqrt(v): the bound below with w = v. Where even
+  // v + dv is below eps^2, r = 1 / eps rounded once.
+  const double w = l2 ? st.v : st.v + static_cast<double>(eps);
+  const double eps_d = static_cast<double>(eps);
+  st.r = l2 ? 1.0 / std::max(std::sqrt(w), eps_d) : 1.0 / std::sqrt(w);
+  if (l2 && eps_d > 0 && (st.v + st.dv) * (1 + 4 * kU) < eps_d * eps_d) {
+    st.er = kU;
+    return st;
+  }
   // (1 + t)^(-1/2) is within 0.5 (1 - |t|)^(-3/2) |t| < 0.51 |t| of 1 for
   // |t| <= 2^-10; then the square root and the division round. r * r is
   // 1 / w within 8u.
@@ -617,13 +641,14 @@ RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
   return st;
 }
 
-bool ShouldRecenter(bool layernorm, const RowStats& st) {
-  return layernorm && st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-40);
+bool ShouldRecenter(int kind, const RowStats& st) {
+  return kind == SIMDNORM_LAYERNORM && st.c != 0.0 &&
+         (st.er < 0.0 || st.er > 0x1p-40);
 }
 
-RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
-                        size_t n, float eps) {
-  float k = layernorm ? LoadAsFloat(x, t, 0) : 0.0f;
+RowStats RowStatsScalar(int kind, const void* x, simdnorm_dtype t, size_t n,
+                        float eps) {
+  float k = kind == SIMDNORM_LAYERNORM ? LoadAsFloat(x, t, 0) : 0.0f;
   RowStats st{};
   for (int pass = 0; pass < 2; ++pass) {
     double s = 0.0, q = 0.0;
@@ -632,8 +657,8 @@ RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
       s += d;
       q += d * d;
     }
-    st = StatsFromSums(layernorm, n, eps, k, s, q, DoubleSums(n));
-    if (!ShouldRecenter(layernorm, st)) break;
+    st = StatsFromSums(kind, n, eps, k, s, q, DoubleSums(n));
+    if (!ShouldRecenter(kind, st)) break;
     k = static_cast<float>(st.k + st.c);
   }
   return st;

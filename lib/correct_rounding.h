@@ -23,9 +23,10 @@ namespace internal {
 
 // A row's statistics in double with bounds on their errors against the
 // exact values of the row as given. LayerNorm: c = mean(x - k), v =
-// variance; RMSNorm: k = c = 0, v = mean(x^2). r = 1/sqrt(v + eps), within
-// relative error er of the exact one; er < 0: no usable bound (the row's
-// elements are decided exactly).
+// variance, r = 1/sqrt(v + eps); RMSNorm: k = c = 0, v = mean(x^2), r =
+// 1/sqrt(v + eps); L2: k = c = 0, v = sum(x^2), r = 1/max(sqrt(v), eps).
+// r is within relative error er of the exact one; er < 0: no usable bound
+// (the row's elements are decided exactly).
 struct RowStats {
   double k, c, v, dc, dv, r, er;
 };
@@ -45,18 +46,18 @@ SumModel DoubleSums(size_t n);
 // `depth` roundings per term, then added up in double.
 SumModel Fp32Sums(size_t n, int depth);
 
-// RowStats from sums over the n elements d = x - k: s = sum d, q = sum d^2.
-// RMSNorm: k = 0 and s unused.
-RowStats StatsFromSums(bool layernorm, size_t n, float eps, double k, double s,
+// RowStats of a kind (simdnorm_kind) from sums over the n elements d = x -
+// k: s = sum d, q = sum d^2. Uncentered kinds: k = 0 and s unused.
+RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
                        double q, const SumModel& m);
 
 // Whether LayerNorm's shift k is so far from the mean that the variance
 // lost more than 2^-40 to cancellation: then k + c is the better shift.
-bool ShouldRecenter(bool layernorm, const RowStats& st);
+bool ShouldRecenter(int kind, const RowStats& st);
 
 // One row as the contract sees it (h = x + residual where there is one).
 struct CrRow {
-  bool layernorm;
+  int kind;       // simdnorm_kind
   const void* x;  // n elements of x_storage
   simdnorm_dtype x_storage;
   simdnorm_dtype x_type;  // the type xhat is rounded to with round_normalized
@@ -122,8 +123,8 @@ double RoundedXhat(const CrRow& row, size_t j, CrCache& cache);
 
 // RowStats of a row by a scalar loop (the reference's; the kernels sum in
 // vectors, with the same bounds).
-RowStats RowStatsScalar(bool layernorm, const void* x, simdnorm_dtype t,
-                        size_t n, float eps);
+RowStats RowStatsScalar(int kind, const void* x, simdnorm_dtype t, size_t n,
+                        float eps);
 
 // Element j of a row of F32, BF16 or F16 as a float (exact).
 float LoadAsFloat(const void* x, simdnorm_dtype t, size_t j);

@@ -29,7 +29,8 @@ struct IsaList {
   size_t count = 0;
   const Isa* best = nullptr;
 
-  template <int kKind>
+  // Adds a target's kernels of one family, for every kind of that family.
+  template <int kFamily>
   static void Add(const TargetKernels& k, void* self) {
     IsaList& list = *static_cast<IsaList*>(self);
     Isa* isa = nullptr;
@@ -42,10 +43,13 @@ struct IsaList {
       isa->target = k.target;
       isa->name = k.name;
     }
-    for (int x = 0; x < kNumInTypes; ++x)
-      for (int y = 0; y < kNumOutTypes; ++y)
-        for (int p = 0; p < kNumInTypes; ++p)
-          isa->fn[kKind][x][y][p] = (*k.table)[x][y][p];
+    for (int kind = 0; kind < kNumKinds; ++kind) {
+      if (FamilyOf(kind) != kFamily) continue;
+      for (int x = 0; x < kNumInTypes; ++x)
+        for (int y = 0; y < kNumOutTypes; ++y)
+          for (int p = 0; p < kNumInTypes; ++p)
+            isa->fn[kind][x][y][p] = (*k.table)[x][y][p];
+    }
   }
 
   static bool Complete(const Isa& isa) {
@@ -70,16 +74,16 @@ struct IsaList {
 #endif
 
   IsaList() {
-    VisitLayerNormKernels(&Add<SIMDNORM_LAYERNORM>, this);
-    VisitRMSNormKernels(&Add<SIMDNORM_RMSNORM>, this);
+    VisitLayerNormKernels(&Add<kCenteredFamily>, this);
+    VisitRMSNormKernels(&Add<kUncenteredFamily>, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
 #if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
     // Highway's dispatch knows nothing of AVX3_BF16: listed, and the best,
     // where AVX3 runs and the CPU has AVX512_BF16.
     if (CpuHasAvx512Bf16()) {
-      Add<SIMDNORM_LAYERNORM>(kAvx3Bf16LayerNormKernels, this);
-      Add<SIMDNORM_RMSNORM>(kAvx3Bf16RMSNormKernels, this);
+      Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
+      Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
       supported |= kTargetAvx3Bf16;
       chosen = kTargetAvx3Bf16;
     }

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/ops.h"
+
 // The namespace of the per-target code (lib/*-inl.h, lib/kernels_*.cc):
 // Highway's, except in a file that compiles a target Highway does not know
 // under one of its own (kernels_avx3_bf16.cc: Highway's AVX3 plus
@@ -18,13 +20,13 @@
 namespace simdnorm {
 namespace internal {
 
-inline constexpr int kNumKinds = 2;     // simdnorm_kind
 inline constexpr int kNumInTypes = 3;   // x and weights: F32, BF16, F16
 inline constexpr int kNumOutTypes = 4;  // y: also I8
 
 // One call's operands, validated. Strides are in elements; gamma and beta
 // may be null (= 1 and 0).
 struct RowArgs {
+  int kind;  // simdnorm_kind: the uncentered kernels serve several
   const void* x;
   size_t x_stride;
   void* y;
@@ -58,7 +60,17 @@ using RowsFn = void (*)(const RowArgs& args, size_t row_begin, size_t row_end);
 // [x_type][y_type][param_type]
 using KindTable = RowsFn[kNumInTypes][kNumOutTypes][kNumInTypes];
 
-// One target's kernels of one kind; `name` is hwy::TargetName() or, for
+// The kernels come in two families: centered kinds' (LayerNorm's) and
+// uncentered kinds' (RMSNorm's, also L2's: they differ only in the row's
+// multiplier, UncenteredMul, taken per row from RowArgs::kind). A kind
+// uses its family's table (Op::info.centered).
+inline constexpr int kCenteredFamily = 0;
+inline constexpr int kUncenteredFamily = 1;
+inline int FamilyOf(int kind) {
+  return kOps[kind].info.centered ? kCenteredFamily : kUncenteredFamily;
+}
+
+// One target's kernels of one family; `name` is hwy::TargetName() or, for
 // simdnorm's own target, its name.
 struct TargetKernels {
   int64_t target;
@@ -72,12 +84,12 @@ struct TargetKernels {
 // dispatch does not know it: isa.cc lists it after its own CPU check.
 inline constexpr int64_t kTargetAvx3Bf16 = int64_t{1} << 6;
 
-// Its kernels of each kind; data only, so that nothing compiled for it
+// Its kernels of each family; data only, so that nothing compiled for it
 // runs before that check.
 extern const TargetKernels kAvx3Bf16LayerNormKernels;
 extern const TargetKernels kAvx3Bf16RMSNormKernels;
 
-// Calls `visit` for each target the kernels of a kind were compiled for
+// Calls `visit` for each target the kernels of a family were compiled for
 // (kernels_layernorm.cc, kernels_rmsnorm.cc); a target may come twice.
 void VisitLayerNormKernels(void (*visit)(const TargetKernels&, void* ctx),
                            void* ctx);

@@ -790,9 +790,11 @@ HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, const TX* r, TX* h,
                   static_cast<float>(-mean_d * mul)};
 }
 
+// Uncentered kinds (RMSNorm, L2): one pass of sum(x^2); the kind's
+// multiplier from it (internal::UncenteredMul).
 template <bool kAdd, class DF, typename TX>
-HWY_INLINE RowScale RMSNormScale(DF df, const TX* x_in, const TX* r, TX* h,
-                                 size_t n, float eps) {
+HWY_INLINE RowScale UncenteredScale(DF df, const TX* x_in, const TX* r, TX* h,
+                                    size_t n, float eps, int kind) {
   RowSums sq = ReduceRow<false, true, false, Shift::kNone, kAdd>(
       df, x_in, n, 1.0f, 0.0f, r, h);
   const TX* x = kAdd ? h : x_in;
@@ -803,9 +805,7 @@ HWY_INLINE RowScale RMSNormScale(DF df, const TX* x_in, const TX* r, TX* h,
             .max_abs);
     sq = ReduceRow<false, true, false, Shift::kScaleSub>(df, x, n, s, 0.0f);
   }
-  const double ms =
-      sq.sum_sq / static_cast<double>(n) / (static_cast<double>(s) * s);
-  const double mul = 1.0 / (std::sqrt(ms + static_cast<double>(eps)) * s);
+  const double mul = internal::UncenteredMul(kind, sq.sum_sq, s, n, eps);
   return RowScale{s, 0.0f, MulToFloat(mul), 0.0f};
 }
 
@@ -850,13 +850,13 @@ inline bool NaNRow(const RowScale& k) {
 // The row's statistics; with a residual r, the first pass also makes h.
 template <bool kLayerNorm, class DF, typename TX>
 HWY_INLINE RowScale Scale(DF df, const TX* x, const TX* r, TX* h, size_t n,
-                          float eps) {
+                          float eps, int kind) {
   if (r != nullptr) {
     return kLayerNorm ? LayerNormScale<true>(df, x, r, h, n, eps)
-                      : RMSNormScale<true>(df, x, r, h, n, eps);
+                      : UncenteredScale<true>(df, x, r, h, n, eps, kind);
   }
   return kLayerNorm ? LayerNormScale<false>(df, x, r, h, n, eps)
-                    : RMSNormScale<false>(df, x, r, h, n, eps);
+                    : UncenteredScale<false>(df, x, r, h, n, eps, kind);
 }
 
 // Room on the stack for a row of a correctly rounded call (16384 floats).
@@ -914,12 +914,12 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
       TX* made = sum ? sum : scratch[slot];
       *h = made;
       return Scale<kLayerNorm>(df, x, res_rows + r * a.residual_stride, made, n,
-                               a.eps);
+                               a.eps, a.kind);
     }
     if (sum != nullptr && sum != x) std::memcpy(sum, x, n * sizeof(TX));
     *h = x;
     return Scale<kLayerNorm>(df, x, static_cast<const TX*>(nullptr), sum, n,
-                             a.eps);
+                             a.eps, a.kind);
   };
   size_t r = row_begin;
   for (; r + 2 <= row_end; r += 2) {
@@ -1001,18 +1001,17 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
 // A row's double statistics: shifted by x[0], and again by the mean when
 // x[0] was too far from it (LayerNorm).
 template <bool kLayerNorm, class DF, typename TX>
-HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n,
-                                       float eps) {
+HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n, float eps,
+                                       int kind) {
   float k = kLayerNorm ? ToFloat(x[0]) : 0.0f;
   double s, q;
   SumsF64(df, x, n, k, s, q);
   const internal::SumModel model = internal::DoubleSums(n);
-  internal::RowStats st =
-      internal::StatsFromSums(kLayerNorm, n, eps, k, s, q, model);
-  if (internal::ShouldRecenter(kLayerNorm, st)) {
+  internal::RowStats st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
+  if (internal::ShouldRecenter(kind, st)) {
     k = static_cast<float>(st.k + st.c);
     SumsF64(df, x, n, k, s, q);
-    st = internal::StatsFromSums(kLayerNorm, n, eps, k, s, q, model);
+    st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
   }
   return st;
 }
@@ -1075,15 +1074,15 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
   return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
 }
 
-// RMSNorm statistics of a checked row from fp32 sums with their bounds:
-// cheaper than StatsF64 and tight enough that few rows need more (their
-// double statistics are made when a lane needs them, LazyCrRow). Sums that
-// overflow or lose too much to underflow give a non-finite v or er < 0:
+// Uncentered statistics (RMSNorm, L2) of a checked row from fp32 sums with
+// their bounds: cheaper than StatsF64 and tight enough that few rows need more
+// (their double statistics are made when a lane needs them, LazyCrRow). Sums
+// that overflow or lose too much to underflow give a non-finite v or er < 0:
 // the caller takes StatsF64 then.
 template <class DF, typename TX>
-HWY_INLINE internal::RowStats RMSNormStatsF32(DF df, const TX* x, size_t n,
-                                              float eps) {
-  return internal::StatsFromSums(false, n, eps, 0.0, 0.0,
+HWY_INLINE internal::RowStats UncenteredStatsF32(DF df, const TX* x, size_t n,
+                                                 float eps, int kind) {
+  return internal::StatsFromSums(kind, n, eps, 0.0, 0.0,
                                  SumSquaresF32(df, x, n),
                                  internal::Fp32Sums(n, kSumsF32Depth));
 }
@@ -1291,7 +1290,7 @@ class LazyCrRow {
     if (!has_stats_) {
       row_.st = StatsF64<kLayerNorm>(hn::ScalableTag<float>(),
                                      static_cast<const TX*>(row_.x), row_.n,
-                                     row_.eps);
+                                     row_.eps, row_.kind);
       has_stats_ = true;
     }
     return row_;
@@ -1754,24 +1753,25 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
     RowScale k;
     RowBound bound;
-    // RMSNorm with 16-bit y: first the fp32 statistics (RMSNormStatsF32),
+    // RMSNorm and L2 with 16-bit y: first the fp32 statistics
+    // (UncenteredStatsF32),
     // enough for most rows. LayerNorm's are not: fp32 sums bound the mean only
     // within ~10u of the deviations' size, and that flags lanes near
     // y = 0 in nearly every row (bench rows: 97% of them needed StatsF64).
     // (CheckedScale refuses stats that are not finite or have no bound.)
     const auto row_of = [&](const internal::RowStats& st) {
-      return internal::CrRow{kLayerNorm, h, kDType<TX>, kDType<TX>, w.round,
+      return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
     };
     if constexpr (!kQuant && !kLayerNorm) {
-      const internal::RowStats st = RMSNormStatsF32(df, h, n, a.eps);
+      const internal::RowStats st = UncenteredStatsF32(df, h, n, a.eps, a.kind);
       if (CheckedScale(kLayerNorm, st, k, bound)) {
         LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
       }
     }
-    const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps);
+    const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);
       continue;

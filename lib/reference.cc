@@ -8,6 +8,7 @@
 
 #include "lib/correct_rounding.h"
 #include "lib/descriptor.h"
+#include "lib/ops.h"
 #include "lib/validate.h"
 #include "simdnorm/simdnorm.hpp"
 
@@ -21,18 +22,17 @@ double Load(const void* base, simdnorm_dtype t, size_t i) {
 // The row h (of x_type, as floats: exact) for the correct-rounding code.
 internal::CrRow CrRowOf(const internal::Problem& p, const std::vector<float>& h,
                         simdnorm_dtype y_type) {
-  const bool layernorm = p.kind == SIMDNORM_LAYERNORM;
   const size_t n = p.args.cols;
-  return internal::CrRow{layernorm,
-                         h.data(),
-                         SIMDNORM_F32,
-                         static_cast<simdnorm_dtype>(p.x_type),
-                         p.args.round_normalized,
-                         y_type,
-                         n,
-                         p.args.eps,
-                         internal::RowStatsScalar(layernorm, h.data(),
-                                                  SIMDNORM_F32, n, p.args.eps)};
+  return internal::CrRow{
+      p.kind,
+      h.data(),
+      SIMDNORM_F32,
+      static_cast<simdnorm_dtype>(p.x_type),
+      p.args.round_normalized,
+      y_type,
+      n,
+      p.args.eps,
+      internal::RowStatsScalar(p.kind, h.data(), SIMDNORM_F32, n, p.args.eps)};
 }
 
 void Store(void* base, simdnorm_dtype t, size_t i, double v) {
@@ -84,16 +84,18 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
           RoundTo(xt, h[j] + Load(d.residual, xt, row * a.residual_stride + j));
     }
   }
+  // The kind's statistics (lib/ops.cc): of h - mean or of h itself.
+  const internal::Op& op = *internal::OpOf(p.kind);
   double mean = 0.0, second = 0.0;
-  if (p.kind == SIMDNORM_LAYERNORM) {
+  if (op.info.centered) {
     for (size_t j = 0; j < n; ++j) mean += h[j];
     mean /= static_cast<double>(n);
     for (size_t j = 0; j < n; ++j) second += (h[j] - mean) * (h[j] - mean);
   } else {
     for (size_t j = 0; j < n; ++j) second += h[j] * h[j];
   }
-  const double denom =
-      std::sqrt(second / static_cast<double>(n) + static_cast<double>(d.eps));
+  const double denom = op.denominator(second, static_cast<double>(n),
+                                      static_cast<double>(d.eps));
   // With ROUND_NORMALIZED and 16-bit x: the exact xhat rounded once.
   const bool round16 = a.round_normalized && xt != SIMDNORM_F32;
   std::vector<float> h32;

@@ -53,8 +53,8 @@ simdnorm_status CheckFields(const simdnorm_desc& d) {
   const int kind = RawEnum(d.kind);
   const int x_type = RawEnum(d.x_type), y_type = RawEnum(d.y_type);
   const int param_type = RawEnum(d.param_type);
-  if ((kind != SIMDNORM_LAYERNORM && kind != SIMDNORM_RMSNORM) ||
-      !ValidDType(x_type) || !ValidDType(y_type) || !ValidDType(param_type)) {
+  if (OpOf(kind) == nullptr || !ValidDType(x_type) || !ValidDType(y_type) ||
+      !ValidDType(param_type)) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   if (x_type == SIMDNORM_I8 || param_type == SIMDNORM_I8)
@@ -98,6 +98,7 @@ void Fill(const simdnorm_desc& d, size_t x_stride, size_t y_stride,
   a.stream_y = false;
   p->rows = d.rows;
   p->kind = d.kind;
+  a.kind = d.kind;
   p->x_type = d.x_type;
   p->y_type = d.y_type;
   p->param_type = d.param_type;
@@ -119,7 +120,7 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
   const size_t y_stride = d.y_stride ? d.y_stride : cols;
   constexpr size_t kBig = size_t{1} << 31;
   // Bitwise & and |: one branch for all of them.
-  const bool plain = (kind <= SIMDNORM_RMSNORM) & (x_type <= SIMDNORM_F16) &
+  const bool plain = (kind < unsigned{kNumKinds}) & (x_type <= SIMDNORM_F16) &
                      (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
                      (d.residual == nullptr) & (d.sum_out == nullptr) &
                      (d.y_scale == nullptr) & (d.quant_group == 0) &

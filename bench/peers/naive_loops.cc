@@ -6,6 +6,7 @@
 // templates from library headers), so -march=native cannot leak into them.
 #include "naive_loops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -81,7 +82,10 @@ void RmsNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
       const float v = load(x, i);
       sq += v * v;
     }
-    const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + d.eps);
+    const float inv =
+        d.kind == SIMDNORM_L2NORM
+            ? 1.0f / std::max(std::sqrt(sq), d.eps)
+            : 1.0f / std::sqrt(sq / static_cast<float>(n) + d.eps);
     for (size_t i = 0; i < n; ++i) {
       float v = load(x, i) * inv;
       if (gamma) v *= load(gamma, i);
@@ -93,7 +97,7 @@ void RmsNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
 
 template <class X, class Y, class P>
 void Rows(const simdnorm_desc& d, size_t r0, size_t r1) {
-  if (d.kind == SIMDNORM_RMSNORM) {
+  if (d.kind != SIMDNORM_LAYERNORM) {  // RMSNorm, L2
     RmsNormRows<X, Y, P>(d, r0, r1);
   } else {
     LayerNormRows<X, Y, P>(d, r0, r1);

@@ -1,9 +1,14 @@
-/* simdnorm: SIMD LayerNorm and RMSNorm over rows, stable C API.
+/* simdnorm: SIMD LayerNorm, RMSNorm and L2 normalization over rows, stable
+ * C API.
  *
  * Math (statistics over the last axis of each row, n = cols, population
- * variance, eps inside the square root):
+ * variance, eps inside the square root for the first two):
  *   LayerNorm: y = (x - mean) / sqrt(var + eps) * gamma + beta
  *   RMSNorm:   y = x / sqrt(mean(x^2) + eps) * gamma (+ beta when given)
+ *   L2:        y = x / max(sqrt(sum(x^2)), eps) * gamma (+ beta when given)
+ *              (torch.nn.functional.normalize, p = 2, over the last axis)
+ * simdnorm_op_count() and simdnorm_op_at() list these kinds with what each
+ * accepts (the registry of operations).
  * NULL gamma means 1, NULL beta means 0. bf16 and f16 inputs widen exactly
  * to float; results are rounded once, to nearest-even, to y_type.
  *
@@ -43,7 +48,7 @@
 
 /* The version of this header; simdnorm_version() is the library's. */
 #define SIMDNORM_VERSION_MAJOR 0
-#define SIMDNORM_VERSION_MINOR 2
+#define SIMDNORM_VERSION_MINOR 3
 #define SIMDNORM_VERSION_PATCH 0
 #define SIMDNORM_VERSION                                           \
   (SIMDNORM_VERSION_MAJOR * 10000 + SIMDNORM_VERSION_MINOR * 100 + \
@@ -102,7 +107,8 @@ enum {
 
 typedef enum simdnorm_kind {
   SIMDNORM_LAYERNORM = 0,
-  SIMDNORM_RMSNORM = 1
+  SIMDNORM_RMSNORM = 1,
+  SIMDNORM_L2NORM = 2
 } simdnorm_kind;
 
 /* All-zero = LayerNorm, F32, dense rows, no gamma/beta, eps 0, default
@@ -177,6 +183,33 @@ static inline simdnorm_status simdnorm_normalize_reference(
     const simdnorm_desc* d) {
   return simdnorm_normalize_reference_sized(d, sizeof(simdnorm_desc));
 }
+
+/* The registry of operations: every kind this library computes and what it
+ * accepts, for tools, tests and bindings to enumerate rather than name.
+ * Entries are static and never change; later versions may append fields. */
+typedef struct simdnorm_op_info {
+  simdnorm_kind kind;
+  const char* name;    /* lowercase, as tools and bindings spell it: "rmsnorm" */
+  const char* title;   /* as documents spell it: "RMSNorm" */
+  const char* formula; /* the contract, e.g. "y = x / sqrt(mean(x^2) + eps) *
+                          gamma + beta" */
+  const char* torch;   /* the PyTorch function it matches */
+  int centered;        /* 1: its statistics are of x - mean(x) */
+  unsigned x_types;    /* bit (1u << dtype) per accepted x_type */
+  unsigned y_types;    /* ... y_type */
+  unsigned param_types; /* ... param_type */
+  unsigned flags;       /* the simdnorm_desc.flags it accepts */
+  /* The documented bound of fp32 outputs, in scaled ulps: |y - exact| <=
+   * f32_bound * 2^-23 * (|gamma| * max(1, |xhat|) + |beta|) (docs/accuracy.md).
+   * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING). */
+  double f32_bound;
+} simdnorm_op_info;
+
+/* The number of operations, and the i-th (NULL past the end). */
+SIMDNORM_API size_t simdnorm_op_count(void);
+SIMDNORM_API const simdnorm_op_info* simdnorm_op_at(size_t i);
+/* The entry of a kind (NULL for a value that is not one). */
+SIMDNORM_API const simdnorm_op_info* simdnorm_op_of(simdnorm_kind kind);
 
 /* The library's version, SIMDNORM_VERSION as it was built (may differ from
  * this header's), and as "MAJOR.MINOR.PATCH". */

@@ -34,7 +34,8 @@ enum class Status : int {
 
 enum class Kind : int {
   kLayerNorm = SIMDNORM_LAYERNORM,
-  kRMSNorm = SIMDNORM_RMSNORM
+  kRMSNorm = SIMDNORM_RMSNORM,
+  kL2Norm = SIMDNORM_L2NORM
 };
 
 enum class DType : int {
@@ -293,6 +294,15 @@ Status rms_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
   return detail::norm(Kind::kRMSNorm, x, y, gamma, beta, opt);
 }
 
+// y = x / max(||x||_2, eps) * gamma (+ beta): torch.nn.functional.normalize
+// over each row, with optional weights. The default eps is torch's, 1e-12.
+template <class X, class Y, class P = float>
+Status l2_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
+               const detail::nodeduce<P>* beta = nullptr,
+               Options opt = {1e-12f}) {
+  return detail::norm(Kind::kL2Norm, x, y, gamma, beta, opt);
+}
+
 // Fused residual add: h = x + residual, rounded once to X, is stored in
 // sum_out (unless sum_out.data is null; it may be exactly x or exactly
 // residual) and normalized into y. residual, y and sum_out have x's shape.
@@ -352,6 +362,13 @@ Status rms_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
                       Options opt = {}) {
   return detail::norm_quant(Kind::kRMSNorm, x, q, scales, group, gamma, beta,
                             opt);
+}
+
+// The registry of operations (simdnorm.h): every kind, with what it accepts.
+inline size_t op_count() { return simdnorm_op_count(); }
+inline const simdnorm_op_info* op_at(size_t i) { return simdnorm_op_at(i); }
+inline const simdnorm_op_info* op_of(Kind k) {
+  return simdnorm_op_of(static_cast<simdnorm_kind>(k));
 }
 
 // ISA control: see simdnorm.h.
