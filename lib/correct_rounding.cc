@@ -151,6 +151,36 @@ uint16_t SignedZero(double z) { return std::signbit(z) ? 0x8000 : 0x0000; }
 
 }  // namespace
 
+// t * g is exact in double (t of at most 11 significant bits), and
+// TwoSum (Knuth, TAOCP vol. 2, 4.2.2) makes y0 + e = t * g + b exactly
+// with y0 the double nearest it. Every rounding boundary is a double, so
+// y0 rounds as the sum does unless y0 is a boundary itself (an exact tie
+// in the common case e = 0, kept by Round16's ties-to-even), where e's
+// sign says on which side the sum lies. A zero sum is +0 from two nonzero
+// opposite terms, else the IEEE sign of (t * g) + b.
+uint16_t RoundProductSum(simdnorm_dtype ty, double t, float g, float b) {
+  if (!std::isfinite(g) || !std::isfinite(b)) {
+    const double y = t * g + b;
+    return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
+  }
+  const double p = t * static_cast<double>(g);
+  const double y0 = p + b;
+  if (y0 == 0) return (t != 0 && g != 0) ? 0x0000 : SignedZero(y0);
+  const double bv = y0 - p;
+  const double e = (p - (y0 - bv)) + (b - bv);
+  const uint16_t r = Round16(ty, y0);
+  if (e == 0) return r;
+  int o = Ord(r);
+  if (y0 == Midpoint(ty, o)) {
+    o = e > 0 ? o + 1 : o;
+  } else if (y0 == Midpoint(ty, o - 1)) {
+    o = e > 0 ? o : o - 1;
+  } else {
+    return r;
+  }
+  return o == 0 ? SignedZero(y0) : FromOrd(o);
+}
+
 // S = sum x and Q = sum x^2 of the row, exactly, and D (XhatOf).
 struct ExactSums {
   Dyadic n, s, q, d;
@@ -255,17 +285,7 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
   if (row.round_normalized && row.x_type != SIMDNORM_F32) {
     // Hugging Face's order: xhat rounded to x_type, then t * g + b.
     const double t = Value16(row.x_type, RoundedXhatBits(row, v, cache));
-    if (!std::isfinite(g) || !std::isfinite(b)) {
-      const double y = t * g + b;
-      return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
-    }
-    const Bracket br = Decide(ty, std::fma(t, g, b), 0.0);
-    if (br.done) return br.bits;
-    const Dyadic y =
-        Dyadic::FromDouble(t) * Dyadic::FromDouble(g) + Dyadic::FromDouble(b);
-    return ExactRound(
-        ty, br.lo, br.hi, [&](const Dyadic& m) { return y.Compare(m); },
-        [&] { return (t != 0 && g != 0) ? 0x0000 : SignedZero(t * g + b); });
+    return RoundProductSum(ty, t, g, b);
   }
 
   if (!std::isfinite(g) || !std::isfinite(b)) {

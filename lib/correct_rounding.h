@@ -81,6 +81,11 @@ struct CrCache {
 uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
                               CrCache& cache);
 
+// Bits of t * g + b rounded once to y_type (BF16 or F16), for t of at most
+// 11 significant bits: Hugging Face's order once t, xhat rounded to x_type,
+// is known. Exact, by TwoSum in double.
+uint16_t RoundProductSum(simdnorm_dtype y_type, double t, float g, float b);
+
 // The weights of a row as the kernels form them: g = gamma (+ offset, in
 // fp32) or `scale` without gamma; b = beta or -0.
 struct CrWeights {

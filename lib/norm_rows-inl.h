@@ -1193,7 +1193,9 @@ HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
                                   const Weights<TP>& w, size_t i, size_t count,
                                   hn::Vec<DF> m, hn::Vec<DF> mul,
                                   hn::Vec<DF> add, hn::Vec<DF> alpha,
-                                  hn::Vec<DF> beta, hn::Vec<DF>& y) {
+                                  hn::Vec<DF> beta, hn::Vec<DF>& y,
+                                  hn::Vec<DF>& t_rounded,
+                                  hn::Mask<DF>& t_clear) {
   hn::Mask<DF> clear;
   if constexpr (kHF) {
     const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
@@ -1206,7 +1208,30 @@ HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
     const auto ey = hn::MulAdd(
         cu, hn::Abs(y),
         hn::IfThenElseZero(hn::Ne(tx, hn::Zero(df)), hn::Set(df, 0x1p-126f)));
-    clear = hn::And(RoundsClear<TX>(df, t, et), RoundsClear<TY>(df, y, ey));
+    t_rounded = tx;
+    t_clear = RoundsClear<TX>(df, t, et);
+    auto y_clear = RoundsClear<TY>(df, y, ey);
+#if HWY_NATIVE_FMA
+    if (HWY_UNLIKELY(!hn::AllTrue(df, y_clear))) {
+      // Mostly exact ties (~1/128 of lanes with 16-bit t and weights):
+      // where y = t * g + b is exact in fp32, its conversion rounds it to
+      // nearest-even and needs no check. Exact: the product's error
+      // (TwoProduct by FMA) and the sum's (TwoSum, Knuth) are 0, with y
+      // far from underflow, where those errors would not show.
+      const auto p = hn::Mul(tx, g);
+      const auto pe = hn::MulSub(tx, g, p);
+      const auto s = hn::Add(p, b);
+      const auto bb = hn::Sub(s, p);
+      const auto se = hn::Add(hn::Sub(p, hn::Sub(s, bb)), hn::Sub(b, bb));
+      const auto ay = hn::Abs(y);
+      const auto exact =
+          hn::And(hn::And(hn::Eq(pe, hn::Zero(df)), hn::Eq(se, hn::Zero(df))),
+                  hn::And(hn::Ge(ay, hn::Set(df, 0x1p-100f)),
+                          hn::Le(ay, hn::Set(df, 0x1p100f))));
+      y_clear = hn::Or(y_clear, exact);
+    }
+#endif
+    clear = hn::And(t_clear, y_clear);
   } else {
     const auto e = ResultBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul,
                                                   add, alpha, beta, y);
@@ -1313,6 +1338,35 @@ HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
 
 // A row of 16-bit y, correctly rounded. x is never y (NormRowsChecked
 // copies a row normalized in place).
+// The lanes of a checked vector left open (not `clear`). In Hugging
+// Face's order (kHF), a lane whose t (xhat rounded to x's type) is known
+// right (`t_clear`) has only y = t * g + b's rounding left, an exact tie
+// mostly (~1/256 of lanes with 16-bit weights): decided from t alone
+// (internal::RoundProductSum), without the row's double statistics.
+template <bool kHF, class DF, typename TY, typename TP, class CR>
+HWY_INLINE void DecideOpenLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
+                                hn::Vec<DF> t, size_t i, size_t count, TY* y,
+                                const Weights<TP>& w, CR& cr,
+                                internal::CrCache& cache) {
+  if constexpr (kHF) {
+    const auto products = hn::AndNot(clear, t_clear);
+    if (!hn::AllFalse(df, products)) {
+      HWY_ALIGN float tl[HWY_MAX_BYTES / sizeof(float)];
+      hn::Store(t, df, tl);
+      ForSetLanes(df, hn::VecFromMask(df, products), count, [&](size_t l) {
+        float g, b;
+        WeightsOfElement(w, i + l, g, b);
+        const uint16_t bits =
+            internal::RoundProductSum(kDType<TY>, tl[l], g, b);
+        std::memcpy(y + i + l, &bits, sizeof(bits));
+      });
+    }
+    clear = hn::Or(clear, t_clear);
+  }
+  DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, count, y, w, cr,
+              cache);
+}
+
 template <bool kLayerNorm, bool kHF, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
@@ -1325,24 +1379,23 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
   const auto add = hn::Set(df, k.add);
   const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
   internal::CrCache cache;
-  hn::Vec<DF> v;
+  hn::Vec<DF> v, t = hn::Zero(df);
+  hn::Mask<DF> t_clear = hn::FirstN(df, 0);
   size_t i = 0;
   for (; i + N <= n; i += N) {
     const auto clear = CheckedAt<kLayerNorm, kHF, At::kFull, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, alpha, beta, v);
+        df, x, w, i, 0, m, mul, add, alpha, beta, v, t, t_clear);
     StoreF<kQuiet>(df, v, y + i);
     if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
-                  cache);
+      DecideOpenLanes<kHF>(df, clear, t_clear, t, i, N, y, w, cr, cache);
     }
   }
   if (i < n) {
     const auto clear = CheckedAt<kLayerNorm, kHF, At::kTail, DF, TX, TY>(
-        df, x, w, i, n - i, m, mul, add, alpha, beta, v);
+        df, x, w, i, n - i, m, mul, add, alpha, beta, v, t, t_clear);
     StoreTailF<kQuiet>(df, v, y + i, n - i);
     if (!hn::AllTrue(df, clear)) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
-                  cache);
+      DecideOpenLanes<kHF>(df, clear, t_clear, t, i, n - i, y, w, cr, cache);
     }
   }
 }
