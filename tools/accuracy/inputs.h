@@ -36,40 +36,33 @@ struct Family {
   Gen gen = Gen::kNormal;
   bool eps_zero = false;  // the family uses eps = 0 instead of the default
   bool bf16q = false;     // values rounded to bf16 even when x is fp32
-  // The values fit f16 (not the huge, tiny and subnormal families, which
-  // f16 x would turn into infinities and zeros): run with f16 x.
-  bool f16_range = true;
+  // Whether it runs with x of type t: the bf16q copies only with fp32 x
+  // (bf16 and f16 x quantize anyway); with f16 x only the families that fit
+  // f16 (not huge, tiny, subnormal, which would become infinities, zeros).
+  bool runs_with(simdnorm_dtype t) const;
 };
 
 // The generated families, in report order: the plain ones, then their
-// bf16-quantized copies (used for fp32 x only; bf16 x quantizes anyway).
+// bf16-quantized copies.
 std::vector<Family> default_families();
 
 // The families that look like real activations (normal, llm-hidden,
 // student-t2): what the engine variants run on by default.
-std::vector<std::string> realistic_family_names();
+std::vector<Family> realistic_families();
 
-// Whether a family runs with x of type t: the bf16q copies only with fp32
-// x (bf16 and f16 x quantize anyway), with f16 x only the families that
-// fit f16.
-bool family_runs_with(const Family& f, simdnorm_dtype x);
-
-// rows x cols values of a generator, reproducible from (seed, gen, cols).
-std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed);
+// rows x cols values of a generator, reproducible from (seed, gen, cols);
+// the residual stream of the fused add is an independent second draw.
+std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed,
+                            bool residual = false);
 
 // gamma ~ 1 + 0.1*N(0,1), beta ~ 0.1*N(0,1), reproducible from (seed, cols).
 void make_weights(size_t cols, uint64_t seed, std::vector<float>* gamma,
                   std::vector<float>* beta);
 
-// A second draw of the same generator (the residual stream of the fused
-// add), independent of generate(gen, rows, cols, seed).
-std::vector<float> generate_residual(Gen gen, size_t rows, size_t cols,
-                                     uint64_t seed);
-
 // Reads raw little-endian rows of fp32, bf16 or f16 (cols elements each) and
 // widens them to float. On failure returns false with a message in *error.
 bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
-               std::vector<float>* out, size_t* rows, std::string* error);
+               std::vector<float>* out, std::string* error);
 
 }  // namespace simdnorm_accuracy
 

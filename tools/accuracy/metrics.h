@@ -29,8 +29,22 @@
 #include <vector>
 
 #include "common.h"
+#include "operands.h"
 
 namespace simdnorm_accuracy {
+
+// The float64 truth of one call (rows x cols) and what the errors are
+// measured against.
+struct Truth {
+  size_t rows = 0, cols = 0;
+  const double* want = nullptr;  // y64
+  const double* xhat = nullptr;  // y64's normalized value before gamma/beta
+  const float* x = nullptr;      // the values normalized (h: fused add)
+  const float* gamma = nullptr;  // the scale applied (Gemma: fl32(1 + w))
+  const float* beta = nullptr;   // null: none
+  const double* lo = nullptr;    // intervals of admissible truths, or null
+  const double* hi = nullptr;
+};
 
 // The element with the largest error (the first one on ties).
 struct Worst {
@@ -81,36 +95,16 @@ struct Stats {
   }
 };
 
-// The float64 truth of an int8 output: per group (rows x groups, row-major)
-// the scale and its admissible interval, per element q64 and its interval.
-struct I8Truth {
-  size_t group = 0, groups_per_row = 0;
-  std::vector<double> scale, scale_lo, scale_hi;  // NaN: group excluded
-  std::vector<int16_t> q, q_lo, q_hi;
-};
-
-// Quantizes the truth as the contract says (interval bounds lo/hi may be
-// null; where given and not NaN, they widen the admissible q and scales).
-I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
-                       size_t rows, size_t cols, size_t group);
-
 // Collects the errors of one report row, over several calls (hidden sizes).
 class Accumulator {
  public:
-  // fp32 output. gamma is required (the scale actually used, widened),
-  // beta may be null (0). lo and hi may be null: no interval.
-  void add_f32(const float* got, const double* want, const double* xhat,
-               const float* x, const float* gamma, const float* beta,
-               size_t rows, size_t cols, const double* lo = nullptr,
-               const double* hi = nullptr);
+  void add_f32(const float* got, const Truth& t);
   // bf16 or f16 output (y) against want = half_round_once(y, truth).
   void add_half(simdnorm_dtype y, const uint16_t* got, const uint16_t* want,
-                const double* truth, const double* xhat, const float* x,
-                const float* gamma, const float* beta, size_t rows, size_t cols,
-                const double* lo = nullptr, const double* hi = nullptr);
-  // int8 output: q (rows x cols) and scales against the quantized truth.
-  void add_i8(const int8_t* q, const float* scales, const I8Truth& t,
-              const double* xhat, const float* x, size_t rows, size_t cols);
+                const Truth& t);
+  // int8 output: q and scales against the quantized truth.
+  void add_i8(const int8_t* q, const float* scales, const I8Truth& i8,
+              const Truth& t);
   // Fused add: n elements of sum_out (x_type) against h, rows of cols.
   void add_sum_out(simdnorm_dtype x_type, const void* got, const void* want,
                    size_t n, size_t cols);
@@ -123,15 +117,16 @@ class Accumulator {
 
  private:
   template <bool kF16>
-  void add_half_t(const uint16_t* got, const uint16_t* want,
-                  const double* truth, const double* xhat, const float* x,
-                  const float* gamma, const float* beta, size_t rows,
-                  size_t cols, const double* lo, const double* hi);
-  // Adds one call's element counts and error sum to the totals.
-  void merge(uint64_t count, uint64_t exact, uint64_t excluded, uint64_t zeros,
-             uint64_t over, double sum);
-  void new_worst(double err, double scaled, size_t cols, size_t row, size_t col,
-                 double input, double got, double want, double xhat);
+  void add_half_t(const uint16_t* got, const uint16_t* want, const Truth& t);
+  // One call's counters, kept in locals by the hot loops.
+  struct Tally {
+    uint64_t count = 0, exact = 0, excluded = 0, over = 0, zeros = 0;
+    double sum = 0, max;
+  };
+  Tally start() const { return Tally{0, 0, 0, 0, 0, 0, s_.max}; }
+  // The error of an element whose truth is finite.
+  void add_error(Tally* t, double err);
+  void merge(const Tally& t);
   std::vector<float> errs_;  // the non-zero errors
   std::vector<uint32_t> hist_ = std::vector<uint32_t>(4096);  // of errs_
   uint64_t zeros_ = 0;  // and how many were zero
@@ -146,63 +141,48 @@ class Accumulator {
   }
 };
 
-// One report row: a method (the library on one ISA, or a shortcut) on one
-// kind, variant, dtype combination and input family, over every hidden size
-// run.
-struct ResultRow {
+// What identifies a report row, and a summary row.
+struct RowKey {
   std::string isa;     // ISA name, or "shortcut"
   std::string method;  // "simdnorm" or the shortcut's name
   simdnorm_kind kind = SIMDNORM_LAYERNORM;
   std::string variant = "plain";  // Variant::name()
   Dtypes dt;
+  bool checked = false;  // library rows are held to the bounds
+  bool exceeds = false;  // the figures exceed a bound (checked or not)
+};
+
+// One report row: a method (the library on one ISA, or a shortcut) on one
+// kind, variant, dtype combination and input family, over every hidden size
+// run.
+struct ResultRow : RowKey {
   std::string family;
   float eps = 0;
   Stats s;
-  bool checked = false;                 // library rows are held to the bounds
   std::vector<std::string> violations;  // empty = within the bounds
-  bool half_out() const { return is_half(dt.y); }
   bool pass() const { return violations.empty(); }
 };
 
-// The bound checks of a library row; fills row->violations.
+// Sets row->exceeds and, for a checked row, the bounds' violations.
 void check_bounds(ResultRow* row);
 
-// Rows of one (isa, method, kind, variant, dtypes) merged over families.
-struct SummaryRow {
-  std::string isa, method;
-  simdnorm_kind kind = SIMDNORM_LAYERNORM;
-  std::string variant = "plain";
-  Dtypes dt;
+// Rows of one RowKey merged over families: counts summed, the largest
+// errors and p99.9, the mean over all elements, the lowest exact share.
+struct SummaryRow : RowKey {
   size_t families = 0, failing = 0;
-  uint64_t count = 0, excluded = 0;
-  uint64_t over = 0;  // elements beyond the per-element bound
-  double max = 0, mean = 0;
-  double p999 = 0;             // the largest of the families' p99.9
-  double max_scaled = 0;       // the largest scaled error
-  double min_exact_share = 1;  // the smallest of the families' shares
-  std::string worst_family;    // the largest max (ties: the lowest share)
-  Worst worst;                 // the worst family's worst element
-  // int8 and fused add, summed (largest) over the families.
-  uint64_t groups = 0, scale_over = 0;
-  double max_scale_rel = 0;
-  bool fused = false;
-  uint64_t sum_count = 0, sum_mismatch = 0, inplace_mismatch = 0;
-  bool checked = false;
-  bool half_out() const { return is_half(dt.y); }
+  Stats s;
+  double min_exact_share = 1;
+  std::string worst_family;  // the largest max (ties: the lowest share)
 };
 
-// Groups consecutive rows of the same (isa, method, kind, variant, dtypes),
-// keeping their order of first appearance.
+// Groups consecutive rows of the same RowKey, keeping their order of first
+// appearance.
 std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows);
 
 // "scaled_ulp", "bf16_ulp", "f16_ulp" or "int8_q", by y's dtype.
 std::string unit_name(simdnorm_dtype y);
 // The short form for the text table: "scaled", "bf16", "f16", "q".
-const char* unit_label(simdnorm_dtype y);
-
-// Whether a summary row's figures exceed the bounds (for shortcut rows,
-// which are not held to them, the table says "(exceeds)").
-bool summary_exceeds(const SummaryRow& s);
+std::string unit_label(simdnorm_dtype y);
 
 }  // namespace simdnorm_accuracy
 

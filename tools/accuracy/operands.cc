@@ -1,48 +1,99 @@
 #include "operands.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "inputs.h"
+#include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {
+namespace {
 
-size_t dtype_size(simdnorm_dtype t) {
-  return t == SIMDNORM_F32 ? 4 : (t == SIMDNORM_I8 ? 1 : 2);
-}
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q) {
+// The values value(i), i < n, rounded once to t.
+template <class F>
+Operand rounded(simdnorm_dtype t, size_t n, F value) {
   Operand o;
   o.type = t;
-  o.f = v;
-  if (bf16q) {
-    for (float& e : o.f) e = bf16_to_float(bf16_round(e));
-  }
-  if (is_half(t)) {
-    o.bits.resize(o.f.size());
-    for (size_t i = 0; i < o.f.size(); ++i) {
-      o.bits[i] = half_round_once(t, o.f[i]);
+  o.f.resize(n);
+  if (is_half(t)) o.bits.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = value(i);
+    if (is_half(t)) {
+      o.bits[i] = half_round_once(t, v);
       o.f[i] = half_to_float(t, o.bits[i]);
+    } else {
+      o.f[i] = static_cast<float>(v);
     }
   }
   return o;
 }
 
-Operand rounded_sum(const Operand& a, const Operand& b) {
-  Operand h;
-  h.type = a.type;
-  h.f.resize(a.f.size());
-  if (is_half(a.type)) h.bits.resize(a.f.size());
-  for (size_t i = 0; i < a.f.size(); ++i) {
-    const double s = static_cast<double>(a.f[i]) + static_cast<double>(b.f[i]);
-    if (is_half(a.type)) {
-      h.bits[i] = half_round_once(a.type, s);
-      h.f[i] = half_to_float(a.type, h.bits[i]);
-    } else {
-      h.f[i] = static_cast<float>(s);
-    }
+}  // namespace
+
+std::string dtypes_label(const Dtypes& d) {
+  return fmt::format("{}/{}/{}", dtype_name(d.x), dtype_name(d.y),
+                     dtype_name(d.w));
+}
+
+uint16_t half_round_once(simdnorm_dtype t, double d) {
+  const bool f16 = t == SIMDNORM_F16;
+  if (std::isnan(d)) return f16 ? 0x7E00u : 0x7FC0u;
+  const int digits = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof(u));
+  const int e = static_cast<int>((u >> 52) & 0x7FF) - 1023;
+  double r = d;  // infinity stays
+  if (e >= min_exp && e < 1024) {
+    // t's normal range (or beyond): keep `digits` of the 52 fraction bits,
+    // ties to even, in d's own bits (a carry into the exponent is right).
+    const int drop = 52 - digits;
+    u += (uint64_t{1} << (drop - 1)) - 1 + ((u >> drop) & 1);
+    u &= ~((uint64_t{1} << drop) - 1);
+    std::memcpy(&r, &u, sizeof(r));
+  } else if (e < min_exp) {
+    // t's subnormals: their step q is a power of two, so d / q is exact and
+    // nearbyint (ties to even by default) rounds once; the sign of 0 stays.
+    const double q = f16 ? 0x1.0p-24 : 0x1.0p-133;
+    r = std::nearbyint(d / q) * q;
   }
-  return h;
+  if (std::fabs(r) > (f16 ? 65504.0 : 0x1.FEp127))
+    r = std::copysign(HUGE_VAL, r);
+  const float v = static_cast<float>(r);  // exact: a value of t
+  return f16 ? simdnorm::f16::from_float(v).bits
+             : simdnorm::bf16::from_float(v).bits;
+}
+
+double round_to(simdnorm_dtype t, double v) {
+  if (t == SIMDNORM_F32) return static_cast<float>(v);
+  return half_to_float(t, half_round_once(t, v));
+}
+
+std::string shortest_float(float v) {
+  std::string s;
+  for (int digits = 1; digits <= 9; ++digits) {
+    s = fmt::format("{:.{}g}", static_cast<double>(v), digits);
+    if (std::strtof(s.c_str(), nullptr) == v) break;
+  }
+  return s;
+}
+
+Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q) {
+  return rounded(t, v.size(), [&](size_t i) {
+    return bf16q ? round_to(SIMDNORM_BF16, v[i]) : v[i];
+  });
+}
+
+Operand rounded_sum(const Operand& a, const Operand& b) {
+  return rounded(a.type, a.f.size(), [&](size_t i) {
+    return static_cast<double>(a.f[i]) + static_cast<double>(b.f[i]);
+  });
 }
 
 Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
@@ -53,9 +104,7 @@ Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
   if (gamma_offset != 0) {
     for (float& e : g) e -= 1.0f;
   }
-  Weights wt;
-  wt.gamma = quantize(g, w, false);
-  wt.beta = quantize(b, w, false);
+  Weights wt{quantize(g, w, false), quantize(b, w, false), {}};
   wt.scale = wt.gamma.f;
   // The fp32 sum, rounded once (as the library and the reference do).
   if (gamma_offset != 0) {
@@ -70,57 +119,78 @@ void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
                     std::vector<double>* hi) {
   const size_t n = rows * cols;
   const bool interval = x_type != SIMDNORM_F32;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (interval) {
-    lo->assign(n, nan);
-    hi->assign(n, nan);
-  } else {
-    lo->clear();
-    hi->clear();
-  }
+  lo->assign(interval ? n : 0, kNaN);
+  hi->assign(interval ? n : 0, kNaN);
   for (size_t i = 0; i < n; ++i) {
-    const size_t c = i % cols;
-    const double g = scale[c];
-    const double b = beta ? beta[c] : 0.0;
+    const double g = scale[i % cols], b = beta ? beta[i % cols] : 0.0;
     // No rounding for f32 x (xhat is not rounded to fp32 first).
-    const double v0 = interval ? round_to(x_type, xhat[i]) : xhat[i];
-    truth[i] = v0 * g + b;
+    truth[i] = (interval ? round_to(x_type, xhat[i]) : xhat[i]) * g + b;
     if (!interval || !std::isfinite(xhat[i])) continue;
     const double bound =
         kF32MaxScaledUlps * 0x1.0p-23 * std::max(1.0, std::fabs(xhat[i]));
     const double a = round_to(x_type, xhat[i] - bound);
     const double z = round_to(x_type, xhat[i] + bound);
     if (a == z) continue;
-    const double ta = a * g + b, tz = z * g + b;
-    (*lo)[i] = std::min(ta, tz);
-    (*hi)[i] = std::max(ta, tz);
+    (*lo)[i] = std::min(a * g + b, z * g + b);
+    (*hi)[i] = std::max(a * g + b, z * g + b);
   }
+}
+
+I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
+                       size_t rows, size_t cols, size_t group) {
+  I8Truth t;
+  t.group = group ? group : cols;
+  t.groups_per_row = (cols + t.group - 1) / t.group;
+  const size_t ng = rows * t.groups_per_row;
+  t.scale.assign(ng, kNaN);
+  t.scale_lo.assign(ng, kNaN);
+  t.scale_hi.assign(ng, kNaN);
+  t.q.assign(rows * cols, 0);
+  t.q_lo.assign(rows * cols, 0);
+  t.q_hi.assign(rows * cols, 0);
+  // RNE(v / s) clamped to [-127, 127]; 0 when s is 0 (then v is 0 too).
+  auto quant = [](double v, double s) -> int16_t {
+    if (!(s > 0)) return 0;
+    const double q = std::nearbyint(v / s);
+    return static_cast<int16_t>(std::max(-127.0, std::min(127.0, q)));
+  };
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t g = 0; g < t.groups_per_row; ++g) {
+      const size_t c0 = r * cols + g * t.group;
+      const size_t c1 = r * cols + std::min(cols, (g + 1) * t.group);
+      double m = 0, m_lo = 0, m_hi = 0;
+      bool finite = true;
+      for (size_t i = c0; i < c1; ++i) {
+        finite = finite && std::isfinite(truth[i]);
+        m = std::max(m, std::fabs(truth[i]));
+        // The smallest and largest magnitude the interval admits.
+        const double a = has_interval(lo, i) ? lo[i] : truth[i];
+        const double z = has_interval(lo, i) ? hi[i] : truth[i];
+        const bool zero = a <= 0 && z >= 0;
+        m_lo =
+            std::max(m_lo, zero ? 0.0 : std::min(std::fabs(a), std::fabs(z)));
+        m_hi = std::max(m_hi, std::max(std::fabs(a), std::fabs(z)));
+      }
+      if (!finite) continue;  // the group is outside the contract
+      const size_t gi = r * t.groups_per_row + g;
+      t.scale[gi] = m / 127.0;
+      t.scale_lo[gi] = m_lo / 127.0;
+      t.scale_hi[gi] = m_hi / 127.0;
+      for (size_t i = c0; i < c1; ++i) {
+        t.q[i] = quant(truth[i], t.scale[gi]);
+        t.q_lo[i] = has_interval(lo, i) ? quant(lo[i], t.scale[gi]) : t.q[i];
+        t.q_hi[i] = has_interval(lo, i) ? quant(hi[i], t.scale[gi]) : t.q[i];
+      }
+    }
+  }
+  return t;
 }
 
 size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
                          size_t n) {
   size_t diff = 0;
-  if (t == SIMDNORM_F32) {
-    const float* x = static_cast<const float*>(a);
-    const float* y = static_cast<const float*>(b);
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t u, v;
-      std::memcpy(&u, &x[i], 4);
-      std::memcpy(&v, &y[i], 4);
-      if (u != v && !(std::isnan(x[i]) && std::isnan(y[i]))) ++diff;
-    }
-  } else if (is_half(t)) {
-    const uint16_t* x = static_cast<const uint16_t*>(a);
-    const uint16_t* y = static_cast<const uint16_t*>(b);
-    for (size_t i = 0; i < n; ++i) {
-      if (x[i] != y[i] && !(half_is_nan(t, x[i]) && half_is_nan(t, y[i]))) {
-        ++diff;
-      }
-    }
-  } else {
-    const int8_t* x = static_cast<const int8_t*>(a);
-    const int8_t* y = static_cast<const int8_t*>(b);
-    for (size_t i = 0; i < n; ++i) diff += x[i] != y[i];
+  for (size_t i = 0; i < n; ++i) {
+    diff += !simdnorm_tools::same_element(t, a, i, b, i);
   }
   return diff;
 }

@@ -1,9 +1,10 @@
 // The operands of one checked call, in their storage types, and what the
 // variants make of the float64 truth: the fused add's h, Gemma's scale,
-// Hugging Face's rounding of xhat.
+// Hugging Face's rounding of xhat, int8's quantization.
 #ifndef SIMDNORM_TOOLS_ACCURACY_OPERANDS_H_
 #define SIMDNORM_TOOLS_ACCURACY_OPERANDS_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -37,7 +38,6 @@ struct Weights {
   Operand gamma, beta;
   std::vector<float> scale;  // what multiplies xhat: the metrics' gamma
 };
-
 Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
                          float gamma_offset);
 
@@ -51,12 +51,30 @@ void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
                     size_t cols, double* truth, std::vector<double>* lo,
                     std::vector<double>* hi);
 
-// Compares n elements of type t (any NaN equals any NaN); the number that
-// differ.
+// The float64 truth of an int8 output: per group (rows x groups, row-major)
+// the scale and its admissible interval, per element q64 and its interval.
+struct I8Truth {
+  size_t group = 0, groups_per_row = 0;
+  std::vector<double> scale, scale_lo, scale_hi;  // NaN: group excluded
+  std::vector<int16_t> q, q_lo, q_hi;
+  size_t group_of(size_t i, size_t cols) const {
+    return (i / cols) * groups_per_row + (i % cols) / group;
+  }
+};
+
+// Quantizes the truth as the contract says (interval bounds lo/hi may be
+// null; where given and not NaN, they widen the admissible q and scales).
+I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
+                       size_t rows, size_t cols, size_t group);
+
+// Whether element i has an interval [lo[i], hi[i]] of admissible truths.
+inline bool has_interval(const double* lo, size_t i) {
+  return lo != nullptr && !std::isnan(lo[i]);
+}
+
+// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
 size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
                          size_t n);
-
-size_t dtype_size(simdnorm_dtype t);
 
 }  // namespace simdnorm_accuracy
 

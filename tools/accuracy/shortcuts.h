@@ -4,17 +4,17 @@
 #define SIMDNORM_TOOLS_ACCURACY_SHORTCUTS_H_
 
 #include <cstddef>
-#include <cstdint>
 
 #include "common.h"
 
 namespace simdnorm_accuracy {
 
 enum class Shortcut {
-  // LayerNorm: mean and E[x^2] - mean^2 from one pass of plain fp32 sums.
-  // RMSNorm: the plain fp32 sum of x^2 (its only pass).
+  // Centered kinds (LayerNorm): mean and E[x^2] - mean^2 from one pass of
+  // plain fp32 sums. The others (RMSNorm): the fp32 sum of x^2, their only
+  // pass.
   kOnePassF32,
-  // LayerNorm only: fp32 mean, then fp32 sum of (x - mean)^2.
+  // Centered kinds only: fp32 mean, then fp32 sum of (x - mean)^2.
   kTwoPassF32,
   // Exact (float64) statistics, but eps added outside the square root:
   // (x - mean) / (sqrt(var) + eps), x / (sqrt(mean(x^2)) + eps).
@@ -23,6 +23,8 @@ enum class Shortcut {
   // instead of rounding the truth once.
   kTruncBf16,
 };
+constexpr Shortcut kShortcuts[] = {Shortcut::kOnePassF32, Shortcut::kTwoPassF32,
+                                   Shortcut::kEpsOutside, Shortcut::kTruncBf16};
 
 const char* shortcut_name(Shortcut s);
 
@@ -34,8 +36,6 @@ bool shortcut_applies(Shortcut s, simdnorm_kind kind, simdnorm_dtype y);
 void run_shortcut(Shortcut s, simdnorm_kind kind, const float* x, size_t rows,
                   size_t cols, const float* gamma, const float* beta, float eps,
                   float* y);
-
-void truncate_rows(const float* y, size_t n, uint16_t* out);
 
 }  // namespace simdnorm_accuracy
 

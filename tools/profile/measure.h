@@ -18,7 +18,7 @@ struct Config {
   simdnorm_kind kind = SIMDNORM_LAYERNORM;
   size_t cols = 896;
   size_t rows = 1;
-  DTypes dtypes;       // for int8 variants y is SIMDNORM_I8
+  Dtypes dtypes;       // for int8 variants y is SIMDNORM_I8
   size_t threads = 1;  // max_threads: 1 or 0 = all
   Variant variant;
   Offset offset;  // of the buffers every implementation runs on

@@ -11,21 +11,13 @@
 
 namespace simdnorm_profile {
 
-// x, y and parameter dtypes of one measured combination.
-struct DTypes {
-  simdnorm_dtype x = SIMDNORM_F32;
-  simdnorm_dtype y = SIMDNORM_F32;
-  simdnorm_dtype param = SIMDNORM_F32;
-};
-
-// "f32", "bf16" when all three agree, else "x:y:param" ("bf16:f32:f32").
-std::string DTypesName(const DTypes& t);
-
 using simdnorm_tools::dtype_name;
+using simdnorm_tools::Dtypes;
 using simdnorm_tools::kind_name;
-using simdnorm_tools::parse_dtype;
-using simdnorm_tools::parse_variant;
 using simdnorm_tools::Variant;
+
+// "f32", "bf16" when all three agree, else "x:y:w" ("bf16:f32:f32").
+std::string DtypesName(const Dtypes& t);
 
 // Where a configuration's buffers start, in bytes past a 64-byte boundary:
 // x (and gamma, beta, residual, sum_out) at `x`, y at `y`.
@@ -41,8 +33,8 @@ struct Options {
   std::vector<size_t> cols = {896};
   std::vector<size_t> rows = {1, 64, 4096};
   std::vector<std::string> isas;  // empty = every ISA of this machine
-  std::vector<simdnorm_kind> kinds = {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM};
-  std::vector<DTypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+  std::vector<simdnorm_kind> kinds = simdnorm_tools::all_kinds();
+  std::vector<Dtypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
                                 {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
   std::vector<Variant> variants = {Variant{}};  // plain
   // The default run also measures the fused-add line below (RMSNorm, bf16,

@@ -40,14 +40,12 @@ void WriteSvg(std::FILE* f, const Meta& m,
 std::string MarkdownSummary(const Meta& m,
                             const std::vector<ConfigResult>& results);
 
-// Replaces the text between kDocBegin and kDocEnd (each on its own line) in
-// the file at `path` with `text`. False, with a message on stderr, when the
-// file cannot be read or written or lacks the markers.
-constexpr const char* kDocBegin = "<!-- simdnorm-profile:begin -->";
-constexpr const char* kDocEnd = "<!-- simdnorm-profile:end -->";
-bool UpdateDoc(const std::string& path, const std::string& text);
-// The same checks as UpdateDoc without writing: to fail before measuring.
-bool CheckDoc(const std::string& path);
+// Replaces the text between the lines "<!-- simdnorm-profile:begin -->" and
+// "<!-- simdnorm-profile:end -->" in the file at `path` with *text; without
+// text only checks that it could (to fail before measuring). False, with a
+// message on stderr, when the file cannot be read or written or lacks the
+// markers.
+bool UpdateDoc(const std::string& path, const std::string* text);
 
 }  // namespace simdnorm_profile
 
