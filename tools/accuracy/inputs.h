@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "numerics.h"
 
 namespace simdnorm_accuracy {
 

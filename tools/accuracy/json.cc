@@ -160,7 +160,7 @@ std::string csv_num(double v, int digits) {
 }  // namespace
 
 void write_json(std::FILE* f, const Report& r) {
-  const RunConfig& cfg = r.cfg;
+  const Config& cfg = r.cfg;
   Json input = nullptr;
   if (!cfg.input.empty()) {
     input = {{"path", cfg.input},
@@ -170,13 +170,13 @@ void write_json(std::FILE* f, const Report& r) {
   const Json config = {
       {"seed", cfg.seed},
       {"rows", cfg.rows},
-      {"cols", cfg.cols()},
+      {"cols", cfg.all_cols()},
       {"eps", eps_json(cfg.eps)},
       {"isas", cfg.isas},
       {"kinds", list(cfg.kinds, kind_name)},
-      {"dtypes", labels(cfg.dtypes())},
-      {"families", cfg.families()},
-      {"variants", cfg.variants()},
+      {"dtypes", labels(cfg.all_dtypes())},
+      {"families", cfg.all_families()},
+      {"variants", cfg.all_variants()},
       {"plans",
        list(cfg.plans,
             [](const Plan& p) {

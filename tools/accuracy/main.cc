@@ -9,8 +9,6 @@
 #include <vector>
 
 #include "common/output.h"
-#include "inputs.h"
-#include "options.h"
 #include "report.h"
 #include "run.h"
 
@@ -26,29 +24,30 @@ int usage_error(const std::string& msg) {
 // The plans. Given selections apply to every variant; the defaults keep the
 // default run short: f16 on two hidden sizes, the engine variants on one
 // hidden size, the realistic families and four dtype combinations.
-std::vector<Plan> make_plans(const Options& opt,
+std::vector<Plan> make_plans(const Config& cfg,
                              const std::vector<Family>& families) {
-  const std::vector<Dtypes> dtypes = unique(opt.dtypes);
-  const std::vector<size_t> cols = unique(opt.cols);
+  const std::vector<Dtypes> dtypes = unique(cfg.dtypes);
   // Qwen2-0.5B, Llama-7B and an odd size (1001 = 62*16 + 9: every vector
   // width leaves a remainder); for f16 a full-vector and an odd size (the
   // conversions' tails).
-  auto cols_or = [&](std::vector<size_t> d) { return cols.empty() ? d : cols; };
+  auto cols = [&](std::vector<size_t> d) {
+    return cfg.cols.empty() ? d : unique(cfg.cols);
+  };
   const std::vector<Family> all =
       families.empty() ? default_families() : families;
   const std::vector<Family> realistic =
       families.empty() ? realistic_families() : families;
   std::vector<Plan> plans;
-  for (const Variant& v : opt.variants.empty()
+  for (const Variant& v : cfg.variants.empty()
                               ? simdnorm_tools::default_variants()
-                              : unique(opt.variants)) {
+                              : unique(cfg.variants)) {
     if (v.plain() && !dtypes.empty()) {
-      plans.push_back({v, dtypes, all, cols_or({896, 4096, 1001})});
+      plans.push_back({v, dtypes, all, cols({896, 4096, 1001})});
     } else if (v.plain()) {
       plans.push_back({v, combinations({SIMDNORM_F32, SIMDNORM_BF16}), all,
-                       cols_or({896, 4096, 1001})});
+                       cols({896, 4096, 1001})});
       plans.push_back({v, combinations({SIMDNORM_F32, SIMDNORM_F16}, true), all,
-                       cols_or({896, 1001})});
+                       cols({896, 1001})});
     } else {
       std::vector<Dtypes> dts = dtypes;
       if (dts.empty()) {
@@ -58,17 +57,17 @@ std::vector<Plan> make_plans(const Options& opt,
                {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_F32}};
       }
       for (Dtypes& d : dts) d.y = v.int8 ? SIMDNORM_I8 : d.y;
-      plans.push_back({v, unique(dts), realistic, cols_or({1001})});
+      plans.push_back({v, unique(dts), realistic, cols({1001})});
     }
   }
   return plans;
 }
 
 int run_main(int argc, char** argv) {
-  Options opt;
+  Config cfg;
   std::string err;
   const std::vector<std::string> available = simdnorm_tools::library_isas();
-  if (const int status = parse_options(argc, argv, available, &opt, &err)) {
+  if (const int status = parse_options(argc, argv, available, &cfg, &err)) {
     return status < 0 ? 0 : usage_error(err);
   }
   if (available.empty()) {
@@ -78,36 +77,28 @@ int run_main(int argc, char** argv) {
                "library offers no ISA on this machine\n");
     return 1;
   }
-  RunConfig cfg;
-  cfg.isas = opt.isas.empty() ? available : unique(opt.isas);
+  cfg.isas = cfg.isas.empty() ? available : unique(cfg.isas);
   cfg.kinds =
-      opt.kinds.empty() ? simdnorm_tools::all_kinds() : unique(opt.kinds);
-  cfg.rows = opt.rows ? opt.rows : 64;
-  cfg.seed = opt.seed;
-  cfg.eps = opt.eps;
-  cfg.shortcuts = opt.shortcuts;
-  cfg.progress = !opt.quiet;
-  cfg.threads = opt.threads;
+      cfg.kinds.empty() ? simdnorm_tools::all_kinds() : unique(cfg.kinds);
 
   // The families: --input's rows, the selected ones, or (empty) the
   // defaults: all for plain, the realistic ones for the other variants.
   std::vector<Family> families;
-  if (!opt.input.empty()) {
-    if (!read_rows(opt.input, opt.input_dtype, opt.cols[0], &cfg.user_data,
+  if (!cfg.input.empty()) {
+    if (!read_rows(cfg.input, cfg.input_dtype, cfg.cols[0], &cfg.user_data,
                    &err)) {
       return usage_error(err);
     }
-    cfg.user_rows = cfg.user_data.size() / opt.cols[0];
-    if (opt.rows && opt.rows < cfg.user_rows) {
-      cfg.user_rows = opt.rows;
-      cfg.user_data.resize(opt.rows * opt.cols[0]);
+    cfg.user_rows = cfg.user_data.size() / cfg.cols[0];
+    if (cfg.rows && cfg.rows < cfg.user_rows) {
+      cfg.user_rows = cfg.rows;
+      cfg.user_data.resize(cfg.rows * cfg.cols[0]);
     }
-    cfg.input = opt.input;
-    cfg.input_dtype = opt.input_dtype;
     families.push_back({"input", Gen::kUser});
   }
+  cfg.rows = cfg.rows ? cfg.rows : 64;
   const std::vector<Family> all = default_families();
-  for (const std::string& name : unique(opt.families)) {
+  for (const std::string& name : unique(cfg.families)) {
     auto it = std::find_if(all.begin(), all.end(),
                            [&](const Family& f) { return f.name == name; });
     if (it == all.end()) {
@@ -116,19 +107,19 @@ int run_main(int argc, char** argv) {
     }
     families.push_back(*it);
   }
-  cfg.plans = make_plans(opt, families);
+  cfg.plans = make_plans(cfg, families);
 
   // Open every output before the (long) measurement.
   simdnorm_tools::Output json, csv, svg;
-  if (opt.json && !json.Open(opt.json_path)) {
-    return usage_error("cannot write " + opt.json_path);
+  if (cfg.json && !json.Open(cfg.json_path)) {
+    return usage_error("cannot write " + cfg.json_path);
   }
-  if (opt.csv && !csv.Open(opt.csv_path)) {
-    return usage_error("cannot write " + opt.csv_path);
+  if (cfg.csv && !csv.Open(cfg.csv_path)) {
+    return usage_error("cannot write " + cfg.csv_path);
   }
-  if (!opt.svg_path.empty() &&
-      (opt.svg_path == "-" || !svg.Open(opt.svg_path))) {
-    return usage_error("cannot write " + opt.svg_path);
+  if (!cfg.svg_path.empty() &&
+      (cfg.svg_path == "-" || !svg.Open(cfg.svg_path))) {
+    return usage_error("cannot write " + cfg.svg_path);
   }
   const bool table_to_stdout = !json.is_stdout() && !csv.is_stdout();
 
@@ -139,8 +130,7 @@ int run_main(int argc, char** argv) {
           .count();
   Report report{cfg, out, "simdnorm-accuracy"};
   for (int i = 1; i < argc; ++i) report.command += std::string(" ") + argv[i];
-
-  if (table_to_stdout) write_table(stdout, report, opt.detail);
+  if (table_to_stdout) write_table(stdout, report);
   if (json.get()) write_json(json.get(), report);
   if (csv.get()) write_csv(csv.get(), report);
   if (svg.get()) write_svg(svg.get(), report);

@@ -28,8 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
-#include "operands.h"
+#include "numerics.h"
 
 namespace simdnorm_accuracy {
 

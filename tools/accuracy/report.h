@@ -14,7 +14,7 @@ namespace simdnorm_accuracy {
 
 // What was run and measured.
 struct Report {
-  const RunConfig& cfg;
+  const Config& cfg;
   const RunOutput& out;
   std::string command;  // the command line
 };
@@ -25,7 +25,7 @@ std::vector<std::string> failure_lines(const RunOutput& out);
 // Default text report: the per (ISA, kind, dtypes) summary, the per-family
 // comparison with the shortcuts and the verdict. With detail, also one line
 // per (ISA or shortcut, kind, dtypes, family).
-void write_table(std::FILE* f, const Report& r, bool detail);
+void write_table(std::FILE* f, const Report& r);
 void write_json(std::FILE* f, const Report& r);
 void write_csv(std::FILE* f, const Report& r);
 void write_svg(std::FILE* f, const Report& r);

@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "common.h"
+#include "numerics.h"
 
 namespace simdnorm_accuracy {
 

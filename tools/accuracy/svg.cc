@@ -175,7 +175,7 @@ void write_svg(std::FILE* f, const Report& r) {
   f32.hi_exp = std::min(30.0, std::ceil(std::log10(hi)));
 
   std::vector<std::string> families;
-  for (const std::string& fam : r.cfg.families()) {
+  for (const std::string& fam : r.cfg.all_families()) {
     if (f32.values.count(fam) || bf.values.count(fam)) families.push_back(fam);
   }
   const double bar_h = 5;

@@ -98,8 +98,8 @@ std::string status(bool checked, bool exceeds, size_t failing) {
 }
 
 void write_header(std::FILE* f, const Report& r) {
-  const RunConfig& cfg = r.cfg;
-  const std::vector<size_t> all_cols = cfg.cols();
+  const Config& cfg = r.cfg;
+  const std::vector<size_t> all_cols = cfg.all_cols();
   const std::string cols = fmt::format("{}", fmt::join(all_cols, ","));
   const double eps = cfg.eps;
   fmt::print(f, "simdnorm-accuracy: {}\n", r.command);
@@ -117,7 +117,7 @@ void write_header(std::FILE* f, const Report& r) {
   }
   fmt::print(f, "  ISAs {}; dtypes are x/y/w (input/output/gamma,beta)\n{}",
              fmt::join(cfg.isas, ", "), kUnits);
-  const std::vector<std::string> variants = cfg.variants();
+  const std::vector<std::string> variants = cfg.all_variants();
   if (variants.size() > 1 || (variants.size() == 1 && variants[0] != "plain")) {
     fmt::print(f, "  variants:");
     for (const Plan& p : cfg.plans) {
@@ -213,7 +213,7 @@ void write_families(std::FILE* f, const Report& r) {
       "twopass-f32", "eps-outside", "simdnorm bf16", "trunc-bf16"};
   if (any_f16) header.push_back("simdnorm f16");
   TextTable t(header, "lrrrrrrrrr");
-  for (const std::string& fam : r.cfg.families()) {
+  for (const std::string& fam : r.cfg.all_families()) {
     if (!eps_of.count(fam)) continue;
     std::vector<std::string> row = {
         fam, shortest_float(eps_of[fam]),
@@ -279,13 +279,13 @@ std::vector<std::string> failure_lines(const RunOutput& out) {
   return lines;
 }
 
-void write_table(std::FILE* f, const Report& r, bool detail) {
+void write_table(std::FILE* f, const Report& r) {
   write_header(f, r);
   const std::vector<SummaryRow> sum = summarize(r.out.rows);
   write_summary(f, sum);
   write_variants(f, sum);
   write_families(f, r);
-  if (detail) write_detail(f, r.out);
+  if (r.cfg.detail) write_detail(f, r.out);
   size_t lib_rows = 0, failing = 0;
   // Cross-ISA: every ISA's bf16/f16 outputs equal to the correctly rounded
   // reference means the same bytes on every ISA.

@@ -10,16 +10,8 @@
 namespace simdnorm_tools {
 
 const char* dtype_name(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_BF16:
-      return "bf16";
-    case SIMDNORM_F16:
-      return "f16";
-    case SIMDNORM_I8:
-      return "i8";
-    default:
-      return "f32";
-  }
+  static const char* const kNames[] = {"f32", "bf16", "f16", "i8"};
+  return kNames[t];
 }
 
 bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
@@ -38,10 +30,6 @@ bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
 
 size_t dtype_size(simdnorm_dtype t) {
   return t == SIMDNORM_F32 ? 4 : (t == SIMDNORM_I8 ? 1 : 2);
-}
-
-bool is_half(simdnorm_dtype t) {
-  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
 }
 
 float load_float(const void* p, simdnorm_dtype t, size_t i) {
@@ -81,8 +69,9 @@ std::vector<simdnorm_kind> all_kinds() {
 
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
   for (const KindInfo& i : kinds()) {
-    const bool alias = lenient && strcasecmp(s.c_str(), i.alias) == 0;
-    if (alias || (lenient ? strcasecmp(s.c_str(), i.name) == 0 : s == i.name)) {
+    if (lenient ? strcasecmp(s.c_str(), i.name) == 0 ||
+                      strcasecmp(s.c_str(), i.alias) == 0
+                : s == i.name) {
       *k = i.kind;
       return true;
     }
@@ -93,7 +82,7 @@ bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
 std::string kind_names() {
   std::string out;
   for (size_t i = 0; i < kinds().size(); ++i) {
-    out += (i == 0 ? "" : (i + 1 == kinds().size() ? " or " : ", "));
+    out += i == 0 ? "" : (i + 1 == kinds().size() ? " or " : ", ");
     out += kinds()[i].name;
   }
   return out;
@@ -137,9 +126,8 @@ std::string Variant::name() const {
 
 bool parse_variant(const std::string& s, Variant* v) {
   Variant out;
-  const bool plain = s == "plain";
   for (const std::string& f :
-       plain ? std::vector<std::string>() : split(s, '+')) {
+       s == "plain" ? std::vector<std::string>() : split(s, '+')) {
     bool* feature = f == "fused-add"                           ? &out.fused_add
                     : f == "gemma"                             ? &out.gemma
                     : f == "hf-round"                          ? &out.hf_round
@@ -147,12 +135,11 @@ bool parse_variant(const std::string& s, Variant* v) {
                                                                : nullptr;
     if (!feature || *feature) return false;  // unknown or repeated
     *feature = true;
-    if (feature == &out.int8 && f != "int8") {  // int8-gN, N without 0s first
-      const std::string n = f.substr(6);
-      if (n[0] == '0' || !parse_size(n, &out.quant_group) ||
-          out.quant_group > (1u << 24)) {
-        return false;
-      }
+    const std::string n = f.substr(std::min<size_t>(6, f.size()));
+    if (feature == &out.int8 && f != "int8" &&  // int8-gN, no leading 0
+        (n[0] == '0' || !parse_size(n, &out.quant_group) ||
+         out.quant_group > (1u << 24))) {
+      return false;
     }
   }
   *v = out;

@@ -22,7 +22,9 @@ const char* dtype_name(simdnorm_dtype t);
 bool parse_dtype(const std::string& s, simdnorm_dtype* t);
 size_t dtype_size(simdnorm_dtype t);  // bytes per element
 // bf16 and f16: 16-bit floats, held as their bits.
-bool is_half(simdnorm_dtype t);
+inline bool is_half(simdnorm_dtype t) {
+  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
+}
 inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
   if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
   return simdnorm::bf16::from_bits(b).to_float();
@@ -59,8 +61,7 @@ inline const char* kind_name(simdnorm_kind k) { return kind_info(k).name; }
 std::vector<simdnorm_kind> all_kinds();
 // A kind's name; with `lenient`, in any case or its alias.
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
-// "layernorm or rmsnorm".
-std::string kind_names();
+std::string kind_names();  // "layernorm or rmsnorm"
 
 // The ISAs the library lists on this machine, best first.
 std::vector<std::string> library_isas();
@@ -86,11 +87,9 @@ struct Variant {
 // What --variant takes, for its usage errors.
 constexpr const char* kVariantSyntax =
     "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with '+'";
-
 // Parses one name as printed by Variant::name() (features joined by '+',
 // in any order; "int8-gN" for a group of N elements, N >= 1).
 bool parse_variant(const std::string& s, Variant* v);
-
 // The default list: plain, fused-add, gemma, hf-round, int8, int8-g128.
 std::vector<Variant> default_variants();
 

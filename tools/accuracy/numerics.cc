@@ -1,4 +1,4 @@
-#include "operands.h"
+#include "numerics.h"
 
 #include <fmt/format.h>
 
