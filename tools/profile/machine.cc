@@ -1,4 +1,4 @@
-#include "machine.h"
+#include "profile.h"
 
 #include <cstdlib>
 #include <fstream>

@@ -11,11 +11,8 @@
 #include <vector>
 
 #include "common/output.h"
-#include "machine.h"
-#include "measure.h"
-#include "options.h"
 #include "peers.h"
-#include "report.h"
+#include "profile.h"
 #include "simdnorm/simdnorm.h"
 
 #ifndef SIMDNORM_PROFILE_VERSION
@@ -74,21 +71,11 @@ int Run(int argc, char** argv) {
   if (int r = ParseOptions(argc, argv, &o)) return r < 0 ? 0 : r;
   if (!o.update_doc.empty() && !UpdateDoc(o.update_doc, nullptr)) return 2;
 
-  MeasureSettings s;
-  if (!ResolveIsas(o.isas, &s.isas)) return 2;
-  s.peers = o.peers;
-  s.check = o.check;
-  s.reps = o.reps;
-  s.batch_ms = o.batch_ms;
-
-  Meta meta;
-  meta.version = SIMDNORM_PROFILE_VERSION;
-  meta.machine = DetectMachine();
-  meta.isas = s.isas;
-  meta.onednn = simdnorm_peers::onednn_info();
-  meta.loop_flags = simdnorm_peers::naive_flags();
-  meta.reps = o.reps;
-  meta.batch_ms = o.batch_ms;
+  std::vector<std::string> isas;
+  if (!ResolveIsas(o.isas, &isas)) return 2;
+  o.isas = isas;
+  Meta meta{o, SIMDNORM_PROFILE_VERSION, DetectMachine(),
+            simdnorm_peers::onednn_info(), simdnorm_peers::naive_flags()};
   if (!meta.machine.emulated.empty()) {
     fmt::print(stderr,
                "simdnorm-profile: running under emulation ({}): timings are "
@@ -133,7 +120,7 @@ int Run(int argc, char** argv) {
     const std::string prefix = fmt::format("[{}/{}] {}", i + 1, configs.size(),
                                            ConfigName(configs[i]));
     if (!tty) fmt::print(stderr, "{}\n", prefix);
-    results.push_back(MeasureConfig(configs[i], s, [&](const std::string& w) {
+    results.push_back(MeasureConfig(configs[i], o, [&](const std::string& w) {
       if (tty) fmt::print(stderr, "\r\033[K{}: {}", prefix, w);
     }));
   }

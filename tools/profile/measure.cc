@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "profile.h"
 
 #include <algorithm>
 #include <chrono>
@@ -195,8 +195,9 @@ void Tolerances(const simdnorm_desc& d, double* tol, double* scale_tol) {
 
 }  // namespace
 
-ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
-                           const Progress& progress) {
+ConfigResult MeasureConfig(
+    const Config& c, const Options& s,
+    const std::function<void(const std::string&)>& progress) {
   simdnorm_peers::ProblemShape shape;
   shape.kind = c.kind;
   shape.rows = c.rows;

@@ -1,4 +1,4 @@
-#include "options.h"
+#include "profile.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,3 @@
-#include "report.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "common/output.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {
@@ -94,30 +93,19 @@ const char* TypeName(ImplType t) {
   return kNames[static_cast<int>(t)];
 }
 
-template <class Pred>
-bool AnyImpl(const std::vector<ConfigResult>& results, Pred pred) {
-  for (const ConfigResult& c : results) {
-    for (const ImplResult& r : c.impls) {
-      if (pred(c.config, r)) return true;
+// The optional columns: shown when a configuration needs them.
+struct Shown {
+  bool variants = false, unfused = false, offsets = false;
+  explicit Shown(const std::vector<ConfigResult>& results) {
+    for (const ConfigResult& c : results) {
+      variants = variants || !c.config.variant.plain();
+      offsets = offsets || !c.config.offset.zero();
+      for (const ImplResult& r : c.impls) {
+        unfused = unfused || r.type == ImplType::kUnfused;
+      }
     }
   }
-  return false;
-}
-bool AnyVariant(const std::vector<ConfigResult>& results) {
-  return AnyImpl(results, [](const Config& c, const ImplResult&) {
-    return !c.variant.plain();
-  });
-}
-bool AnyUnfused(const std::vector<ConfigResult>& results) {
-  return AnyImpl(results, [](const Config&, const ImplResult& r) {
-    return r.type == ImplType::kUnfused;
-  });
-}
-bool AnyOffset(const std::vector<ConfigResult>& results) {
-  return AnyImpl(results, [](const Config& c, const ImplResult&) {
-    return !c.offset.zero();
-  });
-}
+};
 
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
@@ -192,48 +180,45 @@ void WriteHeader(std::FILE* f, const Meta& m) {
                "processes compete for the CPUs, the timings are noisy\n",
                m.machine.load1);
   }
-  fmt::print(f, "ISAs:     {}\n", fmt::join(m.isas, " "));
+  fmt::print(f, "ISAs:     {}\n", fmt::join(m.options.isas, " "));
   fmt::print(f, "peers:    memcpy, loop (hand-written, {}), {}\n", m.loop_flags,
              m.onednn);
   fmt::print(f,
              "timing:   median of {} interleaved batches of ~{:.3g} ms per "
              "implementation; same buffers for all\n{}",
-             m.reps, m.batch_ms, kDefinitions);
+             m.options.reps, m.options.batch_ms, kDefinitions);
 }
 
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
-  const bool variants = AnyVariant(results);
-  const bool unfused = AnyUnfused(results);
-  const bool offsets = AnyOffset(results);
+  const Shown shown(results);
   // The variant joins the kind column when some configuration has one.
-  size_t kind_w = variants ? 12 : 9;
+  int kind_w = shown.variants ? 12 : 9;
   for (const ConfigResult& c : results) {
-    kind_w = std::max(kind_w, KindVariant(c.config).size());
+    kind_w = std::max<int>(kind_w, KindVariant(c.config).size());
   }
-  // The columns up to the implementation's name, then its figures.
-  auto print_config = [&](const std::string& kind, const std::string& dtype,
-                          const auto& cols, const auto& rows,
-                          const std::string& threads, const std::string& offset,
-                          const std::string& impl) {
-    fmt::print(f, "{:<{}}  {:<13} {:>5} {:>5} {:>7}", kind, kind_w, dtype, cols,
-               rows, threads);
-    if (offsets) fmt::print(f, " {:>6}", offset);
-    fmt::print(f, "  {:<7} ", impl);
+  // Per column: the text before it, its width (negative: left-aligned) and
+  // whether it is shown.
+  const std::tuple<const char*, int, bool> columns[] = {
+      {"", -kind_w, true},      {"  ", -13, true}, {" ", 5, true},
+      {" ", 5, true},           {" ", 7, true},    {" ", 6, shown.offsets},
+      {"  ", -7, true},         {" ", 9, true},    {" ", 8, true},
+      {" ", 9, true},           {" ", 8, true},    {" ", 9, true},
+      {" ", 10, shown.unfused}, {" ", 7, true}};
+  auto print = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const auto& [before, width, show] = columns[i];
+      if (!show) continue;
+      if (width < 0) {
+        fmt::print(f, "{}{:<{}}", before, cells[i], -width);
+      } else {
+        fmt::print(f, "{}{:>{}}", before, cells[i], width);
+      }
+    }
   };
-  auto print_figures =
-      [&](const std::string& ns, const std::string& gbps,
-          const std::string& of_memcpy, const std::string& vs_loop,
-          const std::string& vs_onednn, const std::string& vs_unfused,
-          const std::string& err) {
-        fmt::print(f, "{:>9} {:>8} {:>9} {:>8} {:>9}", ns, gbps, of_memcpy,
-                   vs_loop, vs_onednn);
-        if (unfused) fmt::print(f, " {:>10}", vs_unfused);
-        fmt::print(f, " {:>7}\n", err);
-      };
-  print_config(variants ? "kind variant" : "kind", "dtype", "cols", "rows",
-               "threads", "offset", "impl");
-  print_figures("ns/row", "GB/s", "of memcpy", "vs loop", "vs oneDNN",
-                "vs unfused", "err");
+  print({shown.variants ? "kind variant" : "kind", "dtype", "cols", "rows",
+         "threads", "offset", "impl", "ns/row", "GB/s", "of memcpy", "vs loop",
+         "vs oneDNN", "vs unfused", "err"});
+  fmt::print(f, "\n");
   const ConfigResult* prev = nullptr;
   std::vector<std::string> notes;
   for (const Row& row : Rows(results)) {
@@ -241,17 +226,26 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
     prev = row.c;
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    print_config(KindVariant(c), DtypesName(c.dtypes), c.cols, c.rows,
-                 ThreadsName(c.threads), OffsetName(c.offset), r.name);
+    std::vector<std::string> cells = {KindVariant(c),
+                                      DtypesName(c.dtypes),
+                                      std::to_string(c.cols),
+                                      std::to_string(c.rows),
+                                      ThreadsName(c.threads),
+                                      OffsetName(c.offset),
+                                      r.name};
     if (!r.error.empty()) {
-      fmt::print(f, "not measured: {}\n", r.error);
+      print(cells);
+      fmt::print(f, " not measured: {}\n", r.error);
       continue;
     }
-    print_figures(
-        Sig3(row.ns_row), Sig3(row.gbps), Fixed(row.of_memcpy, 2),
-        Fixed(row.vs_loop, 2, "x"), Fixed(row.vs_onednn, 2, "x"),
-        Fixed(row.vs_unfused, 2, "x"),
-        (r.err_ulp < 0 ? "-" : Sig3(r.err_ulp)) + (r.err_ok ? "" : "!"));
+    cells.insert(
+        cells.end(),
+        {Sig3(row.ns_row), Sig3(row.gbps), Fixed(row.of_memcpy, 2),
+         Fixed(row.vs_loop, 2, "x"), Fixed(row.vs_onednn, 2, "x"),
+         Fixed(row.vs_unfused, 2, "x"),
+         (r.err_ulp < 0 ? "-" : Sig3(r.err_ulp)) + (r.err_ok ? "" : "!")});
+    print(cells);
+    fmt::print(f, "\n");
     if (!r.note.empty() &&
         std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
       notes.push_back(r.note);
@@ -280,10 +274,10 @@ void WriteJson(std::FILE* f, const Meta& m,
         {"compiler", mc.compiler},
         {"load1_at_start", Number(mc.load1 >= 0 ? mc.load1 : NAN)},
         {"emulated", StringOrNull(mc.emulated)}}},
-      {"isas", m.isas},
+      {"isas", m.options.isas},
       {"onednn", m.onednn},
-      {"reps", m.reps},
-      {"batch_ms", Number(m.batch_ms)},
+      {"reps", m.options.reps},
+      {"batch_ms", Number(m.options.batch_ms)},
       {"wall_s", Number(m.wall_s)},
       {"bytes_counted", "x read + y written, once per row"},
       {"bytes_counted_variants",
@@ -390,10 +384,11 @@ void WriteSvg(std::FILE* f, const Meta& m,
         left, y, width - right, y, i == 0 ? "#000" : "#ddd", left - 6, y + 4,
         Sig3(v));
   }
-  fmt::print(f,
-             R"svg(<text transform="translate(16,{:.1f}) rotate(-90)" text-anchor="middle">GB/s</text>)svg"
-             "\n",
-             top + plot_h / 2);
+  fmt::print(
+      f,
+      R"svg(<text transform="translate(16,{:.1f}) rotate(-90)" text-anchor="middle">GB/s</text>)svg"
+      "\n",
+      top + plot_h / 2);
   // Groups.
   for (size_t g = 0; g < results.size(); ++g) {
     const ConfigResult& c = results[g];
@@ -453,7 +448,8 @@ std::string MarkdownSummary(const Meta& m,
       }
     }
   }
-  const std::string first = m.isas.empty() ? "" : m.isas.front();
+  const std::vector<std::string>& isas = m.options.isas;
+  const std::string first = isas.empty() ? "" : isas.front();
   const Machine& mc = m.machine;
   std::string out;
   if (!mc.emulated.empty()) {
@@ -466,16 +462,16 @@ std::string MarkdownSummary(const Meta& m,
       "Median of {} interleaved batches of ~{:.3g} ms each; the whole run "
       "took {:.1f} s",
       m.version, mc.cpu, mc.arch, mc.logical_cpus, mc.caches, mc.compiler,
-      fmt::join(m.isas, ", "), m.loop_flags, m.onednn, m.reps, m.batch_ms,
-      m.wall_s);
+      fmt::join(isas, ", "), m.loop_flags, m.onednn, m.options.reps,
+      m.options.batch_ms, m.wall_s);
   if (mc.load1 >= 0) {
     out += fmt::format("; 1-minute load average at start {:.2f}{}", mc.load1,
                        mc.load1 >= 0.5
                            ? " (other processes were running: noisy numbers)"
                            : "");
   }
-  const bool unfused = AnyUnfused(results);
-  const bool offsets = AnyOffset(results);
+  const Shown shown(results);
+  const bool unfused = shown.unfused, offsets = shown.offsets;
   out += fmt::format(
       ".\n\nns per row (lower is better); then, for {}, GB/s = (x bytes + y "
       "bytes) / time and its ratios (memcpy time, loop time, oneDNN time "
