@@ -1,5 +1,3 @@
-#include "inputs.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +6,8 @@
 #include <fstream>
 #include <iterator>
 #include <tuple>
+
+#include "accuracy.h"
 
 namespace simdnorm_accuracy {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <cmath>
 
+#include "accuracy.h"
 #include "common/output.h"
-#include "report.h"
 
 namespace simdnorm_accuracy {
 namespace {

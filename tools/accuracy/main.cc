@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "accuracy.h"
 #include "common/output.h"
-#include "report.h"
-#include "run.h"
 
 namespace simdnorm_accuracy {
 namespace {

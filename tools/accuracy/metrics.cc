@@ -1,5 +1,3 @@
-#include "metrics.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+
+#include "accuracy.h"
 
 namespace simdnorm_accuracy {
 namespace {

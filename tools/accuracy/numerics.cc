@@ -1,5 +1,3 @@
-#include "numerics.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "inputs.h"
+#include "accuracy.h"
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "accuracy.h"
 #include "common/cli.h"
-#include "run.h"
 
 namespace simdnorm_accuracy {
 namespace {

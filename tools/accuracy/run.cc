@@ -1,5 +1,3 @@
-#include "run.h"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "shortcuts.h"
+#include "accuracy.h"
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {

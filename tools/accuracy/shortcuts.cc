@@ -1,6 +1,6 @@
-#include "shortcuts.h"
-
 #include <cmath>
+
+#include "accuracy.h"
 
 namespace simdnorm_accuracy {
 namespace {

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <map>
 
+#include "accuracy.h"
 #include "common/output.h"
-#include "report.h"
 
 namespace simdnorm_accuracy {
 namespace {

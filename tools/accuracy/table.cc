@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "report.h"
+#include "accuracy.h"
 
 namespace simdnorm_accuracy {
 namespace {
