@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "accuracy.h"
 
@@ -41,45 +42,36 @@ constexpr const char* kFamiliesTitle =
 excl% = largest share of elements excluded because the float64 truth is not finite)
 )";
 
-// Columns sized to their widest cell; numbers right-aligned; a line of
-// dashes under the header, an empty row for a blank line.
-class TextTable {
- public:
-  // align: per column, 'r' right-aligned, anything else left.
-  TextTable(std::vector<std::string> header, std::string align)
-      : align_(std::move(align)), rows_{std::move(header)} {}
-  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void print(std::FILE* f) const {
-    std::vector<size_t> width(rows_[0].size(), 0);
-    for (const auto& r : rows_) {
-      for (size_t i = 0; i < r.size(); ++i) {
-        width[i] = std::max(width[i], r[i].size());
-      }
+// A title, then columns sized to their widest cell: `align` has an 'r' for
+// each right-aligned one; a line of dashes under the header, and an empty
+// row for a blank line.
+void print_table(std::FILE* f, const char* title, const std::string& align,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      width[i] = std::max(width[i], r[i].size());
     }
-    for (const auto& r : rows_) {
-      for (size_t i = 0; i < r.size(); ++i) {
-        const size_t w = i + 1 == r.size() ? 0 : width[i];  // no trailing
-        const std::string& c = r[i];
-        if (align_[i] == 'r') {
-          fmt::print(f, "{}{:>{}}", i ? "  " : "", c, width[i]);
-        } else {
-          fmt::print(f, "{}{:<{}}", i ? "  " : "", c, w);
-        }
-      }
-      fmt::print(f, "\n");
-      if (&r == &rows_[0]) {
-        size_t total = 0;
-        for (size_t w : width) total += w + 2;
-        fmt::print(f, "{}\n", std::string(total - 2, '-'));
-      }
+  }
+  fmt::print(f, "{}", title);
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      // Padded to the width (no trailing blanks after the last column).
+      const std::string pad(
+          i + 1 < r.size() || align[i] == 'r' ? width[i] - r[i].size() : 0,
+          ' ');
+      fmt::print(f, "{}{}", i ? "  " : "",
+                 align[i] == 'r' ? pad + r[i] : r[i] + pad);
     }
     fmt::print(f, "\n");
+    if (&r == &rows[0]) {
+      fmt::print(f, "{:-<{}}\n", "",
+                 2 * (width.size() - 1) +
+                     std::accumulate(width.begin(), width.end(), size_t{0}));
+    }
   }
-
- private:
-  std::string align_;
-  std::vector<std::vector<std::string>> rows_;
-};
+  fmt::print(f, "\n");
+}
 
 std::string format_share(double s) { return fmt::format("{:.3f}", 100.0 * s); }
 
@@ -99,8 +91,7 @@ std::string status(bool checked, bool exceeds, size_t failing) {
 
 void write_header(std::FILE* f, const Report& r) {
   const Config& cfg = r.cfg;
-  const std::vector<size_t> all_cols = cfg.all_cols();
-  const std::string cols = fmt::format("{}", fmt::join(all_cols, ","));
+  const std::string cols = fmt::format("{}", fmt::join(cfg.all_cols(), ","));
   const double eps = cfg.eps;
   fmt::print(f, "simdnorm-accuracy: {}\n", r.command);
   if (cfg.input.empty()) {
@@ -130,55 +121,56 @@ void write_header(std::FILE* f, const Report& r) {
   fmt::print(f, "\n");
 }
 
-void write_summary(std::FILE* f, const std::vector<SummaryRow>& all) {
-  TextTable t({"isa", "method", "kind", "x/y/w", "unit", "max", "mean", "p99.9",
-               "exact%", "scaled", "worst family", "status", "worst element"},
-              "lllllrrrrrlll");
-  std::string last;
-  for (const SummaryRow& s : all) {
-    if (s.variant != "plain") continue;
-    if (!last.empty() && s.isa + "|" + s.method != last) t.add({});
-    last = s.isa + "|" + s.method;
-    t.add({s.isa, s.method, kind_name(s.kind), dtypes_label(s.dt),
-           unit_label(s.dt.y), format_error(s.s.max), format_error(s.s.mean),
-           format_error(s.s.p999), format_share(s.min_exact_share),
-           is_half(s.dt.y) ? format_error(s.s.max_scaled) : "-", s.worst_family,
-           status(s.checked, s.exceeds, s.failing), format_worst(s.s.worst)});
+// Per ISA, kind and dtypes: the plain calls, or the engine variants
+// (library rows only, with the int8 scales' largest relative error and the
+// fused add's sum_out check instead of the scaled error).
+void write_summary(std::FILE* f, const std::vector<SummaryRow>& all,
+                   bool variants) {
+  std::vector<std::vector<std::string>> rows = {
+      {"isa", variants ? "kind" : "method", variants ? "variant" : "kind",
+       "x/y/w", "unit", "max", "mean", "p99.9", "exact%"}};
+  if (variants) {
+    rows[0].insert(rows[0].end(), {"scale rel", "sum_out"});
+  } else {
+    rows[0].push_back("scaled");
   }
-  if (last.empty()) return;
-  fmt::print(f, "{}", kSummaryTitle);
-  t.print(f);
-}
-
-// The engine variants, library rows only: the same columns, plus the int8
-// scales' largest relative error and the fused add's sum_out check.
-void write_variants(std::FILE* f, const std::vector<SummaryRow>& all) {
-  TextTable t({"isa", "kind", "variant", "x/y/w", "unit", "max", "mean",
-               "p99.9", "exact%", "scale rel", "sum_out", "worst family",
-               "status", "worst element"},
-              "lllllrrrrrrlll");
+  rows[0].insert(rows[0].end(), {"worst family", "status", "worst element"});
   std::string last;
   for (const SummaryRow& s : all) {
-    if (s.variant == "plain" || !s.checked) continue;
-    if (!last.empty() && s.isa != last) t.add({});
-    last = s.isa;
-    std::string sum_out = "-";
-    if (s.s.fused) {
-      sum_out = s.s.sum_mismatch + s.s.inplace_mismatch == 0
-                    ? "exact"
-                    : fmt::format("{}+{} differ", s.s.sum_mismatch,
-                                  s.s.inplace_mismatch);
+    if ((s.variant != "plain") != variants || (variants && !s.checked))
+      continue;
+    const std::string group = variants ? s.isa : s.isa + "|" + s.method;
+    if (!last.empty() && group != last) rows.emplace_back();
+    last = group;
+    std::vector<std::string> row = {s.isa,
+                                    variants ? kind_name(s.kind) : s.method,
+                                    variants ? s.variant : kind_name(s.kind),
+                                    dtypes_label(s.dt),
+                                    unit_label(s.dt.y),
+                                    format_error(s.s.max),
+                                    format_error(s.s.mean),
+                                    format_error(s.s.p999),
+                                    format_share(s.min_exact_share)};
+    const Stats& t = s.s;
+    if (variants) {
+      row.push_back(s.dt.y == SIMDNORM_I8 ? format_error(t.max_scale_rel)
+                                          : "-");
+      row.push_back(!t.fused ? "-"
+                    : t.sum_mismatch + t.inplace_mismatch == 0
+                        ? "exact"
+                        : fmt::format("{}+{} differ", t.sum_mismatch,
+                                      t.inplace_mismatch));
+    } else {
+      row.push_back(is_half(s.dt.y) ? format_error(t.max_scaled) : "-");
     }
-    t.add({s.isa, kind_name(s.kind), s.variant, dtypes_label(s.dt),
-           unit_label(s.dt.y), format_error(s.s.max), format_error(s.s.mean),
-           format_error(s.s.p999), format_share(s.min_exact_share),
-           s.dt.y == SIMDNORM_I8 ? format_error(s.s.max_scale_rel) : "-",
-           sum_out, s.worst_family, status(true, s.exceeds, s.failing),
-           format_worst(s.s.worst)});
+    row.insert(row.end(),
+               {s.worst_family, status(s.checked, s.exceeds, s.failing),
+                format_worst(t.worst)});
+    rows.push_back(row);
   }
   if (last.empty()) return;
-  fmt::print(f, "{}", kVariantsTitle);
-  t.print(f);
+  print_table(f, variants ? kVariantsTitle : kSummaryTitle,
+              variants ? "lllllrrrrrrlll" : "lllllrrrrrlll", rows);
 }
 
 // Per family: the worst over ISAs, kinds and dtypes of each method.
@@ -207,12 +199,10 @@ void write_families(std::FILE* f, const Report& r) {
     c.share = std::min(c.share, row.s.exact_share());
     any_f16 = any_f16 || (y == 2 && row.method == "simdnorm");
   }
-  fmt::print(f, "{}", kFamiliesTitle);
-  std::vector<std::string> header = {
-      "family",      "eps",         "excl%",         "simdnorm",  "onepass-f32",
-      "twopass-f32", "eps-outside", "simdnorm bf16", "trunc-bf16"};
-  if (any_f16) header.push_back("simdnorm f16");
-  TextTable t(header, "lrrrrrrrrr");
+  std::vector<std::vector<std::string>> rows = {
+      {"family", "eps", "excl%", "simdnorm", "onepass-f32", "twopass-f32",
+       "eps-outside", "simdnorm bf16", "trunc-bf16"}};
+  if (any_f16) rows[0].push_back("simdnorm f16");
   for (const std::string& fam : r.cfg.all_families()) {
     if (!eps_of.count(fam)) continue;
     std::vector<std::string> row = {
@@ -231,30 +221,30 @@ void write_families(std::FILE* f, const Report& r) {
     half_cell("simdnorm", 1);
     half_cell("trunc-bf16", 1);
     if (any_f16) half_cell("simdnorm", 2);
-    t.add(row);
+    rows.push_back(row);
   }
-  t.print(f);
+  print_table(f, kFamiliesTitle, "lrrrrrrrrr", rows);
 }
 
 void write_detail(std::FILE* f, const RunOutput& out) {
-  fmt::print(f,
-             "Detail per ISA or shortcut, kind, dtypes and family (all hidden "
-             "sizes together)\n");
-  TextTable t({"isa", "method", "kind", "variant", "x/y/w", "family", "eps",
-               "count", "excl", "max", "mean", "p99.9", "exact%", "scaled",
-               "status", "worst element"},
-              "lllllllrrrrrrrll");
+  std::vector<std::vector<std::string>> rows = {
+      {"isa", "method", "kind", "variant", "x/y/w", "family", "eps", "count",
+       "excl", "max", "mean", "p99.9", "exact%", "scaled", "status",
+       "worst element"}};
   for (const ResultRow& r : out.rows) {
-    t.add({r.isa, r.method, kind_name(r.kind), r.variant, dtypes_label(r.dt),
-           r.family, shortest_float(r.eps), std::to_string(r.s.count),
-           std::to_string(r.s.excluded), format_error(r.s.max),
-           format_error(r.s.mean), format_error(r.s.p999),
-           format_share(r.s.exact_share()),
-           is_half(r.dt.y) ? format_error(r.s.max_scaled) : "-",
-           status(r.checked, r.exceeds || !r.pass(), 0),
-           format_worst(r.s.worst)});
+    rows.push_back({r.isa, r.method, kind_name(r.kind), r.variant,
+                    dtypes_label(r.dt), r.family, shortest_float(r.eps),
+                    std::to_string(r.s.count), std::to_string(r.s.excluded),
+                    format_error(r.s.max), format_error(r.s.mean),
+                    format_error(r.s.p999), format_share(r.s.exact_share()),
+                    is_half(r.dt.y) ? format_error(r.s.max_scaled) : "-",
+                    status(r.checked, r.exceeds || !r.pass(), 0),
+                    format_worst(r.s.worst)});
   }
-  t.print(f);
+  print_table(f,
+              "Detail per ISA or shortcut, kind, dtypes and family (all hidden "
+              "sizes together)\n",
+              "lllllllrrrrrrrll", rows);
 }
 
 }  // namespace
@@ -282,8 +272,8 @@ std::vector<std::string> failure_lines(const RunOutput& out) {
 void write_table(std::FILE* f, const Report& r) {
   write_header(f, r);
   const std::vector<SummaryRow> sum = summarize(r.out.rows);
-  write_summary(f, sum);
-  write_variants(f, sum);
+  write_summary(f, sum, false);
+  write_summary(f, sum, true);
   write_families(f, r);
   if (r.cfg.detail) write_detail(f, r.out);
   size_t lib_rows = 0, failing = 0;
