@@ -69,36 +69,31 @@ void draw_panel(std::FILE* f, const Panel& p,
                 const std::vector<std::string>& families, double x0,
                 double width, double y0, double row_h, double bar_h) {
   const double height = row_h * static_cast<double>(families.size());
-  fmt::print(f,
-             R"(<text x="{:g}" y="{:g}" class="h">{}</text>)"
-             "\n",
-             x0, y0 - 34, esc(p.title));
+  simdnorm_tools::PrintLine(f, R"(<text x="{:g}" y="{:g}" class="h">{}</text>)",
+                            x0, y0 - 34, esc(p.title));
   for (int e = static_cast<int>(p.lo_exp); e <= static_cast<int>(p.hi_exp);
        ++e) {
     const double x = p.x_of(std::pow(10.0, e), x0, width);
-    fmt::print(
+    simdnorm_tools::PrintLine(
         f,
         R"(<line x1="{0:g}" y1="{1:g}" x2="{0:g}" y2="{2:g}" class="grid"/>)"
         "\n"
-        R"(<text x="{0:g}" y="{3:g}" class="tick">1e{4}</text>)"
-        "\n",
+        R"(<text x="{0:g}" y="{3:g}" class="tick">1e{4}</text>)",
         x, y0 - 4, y0 + height, y0 - 8, e);
   }
   const double bx = p.x_of(p.bound, x0, width);
-  fmt::print(
+  simdnorm_tools::PrintLine(
       f,
       R"(<line x1="{0:g}" y1="{1:g}" x2="{0:g}" y2="{2:g}" class="bound"/>)"
       "\n"
-      R"(<text x="{3:g}" y="{4:g}" class="bl">{5}</text>)"
-      "\n",
+      R"(<text x="{3:g}" y="{4:g}" class="bl">{5}</text>)",
       bx, y0 - 20, y0 + height, bx + 3, y0 - 22, esc(p.bound_label));
   for (size_t fi = 0; fi < families.size(); ++fi) {
     const double ry = y0 + row_h * static_cast<double>(fi);
     if (fi % 2 == 0) {
-      fmt::print(
+      simdnorm_tools::PrintLine(
           f,
-          R"(<rect x="{:g}" y="{:g}" width="{:g}" height="{:g}" fill="#f4f4f4"/>)"
-          "\n",
+          R"(<rect x="{:g}" y="{:g}" width="{:g}" height="{:g}" fill="#f4f4f4"/>)",
           x0, ry, width, row_h);
     }
     // bf16: one note per family when a library result is beyond 1 ulp.
@@ -109,10 +104,9 @@ void draw_panel(std::FILE* f, const Panel& p,
         if (p.series[si].method == "simdnorm" && !(u <= worst)) worst = u;
       }
       if (!(worst <= kHalfMaxUlps)) {
-        fmt::print(
+        simdnorm_tools::PrintLine(
             f,
-            R"(<text x="{:g}" y="{:g}" class="over">simdnorm max {} ulps</text>)"
-            "\n",
+            R"(<text x="{:g}" y="{:g}" class="over">simdnorm max {} ulps</text>)",
             x0 + width + 4, ry + row_h / 2 + 4, format_error(worst));
       }
     }
@@ -124,24 +118,21 @@ void draw_panel(std::FILE* f, const Panel& p,
       const std::string tip =
           esc(families[fi] + ", " + s.label + ": " + format_error(v));
       if (v <= 0 || std::isnan(v)) {
-        fmt::print(
+        simdnorm_tools::PrintLine(
             f,
-            R"(<circle cx="{:g}" cy="{:g}" r="1.5" fill="{}"><title>{} (zero)</title></circle>)"
-            "\n",
+            R"(<circle cx="{:g}" cy="{:g}" r="1.5" fill="{}"><title>{} (zero)</title></circle>)",
             x0 + 2, y + bar_h / 2, s.color, tip);
         continue;
       }
       const double x1 = std::isinf(v) ? x0 + width : p.x_of(v, x0, width);
-      fmt::print(
+      simdnorm_tools::PrintLine(
           f,
-          R"(<rect x="{:g}" y="{:g}" width="{:g}" height="{:g}" fill="{}"><title>{}</title></rect>)"
-          "\n",
+          R"(<rect x="{:g}" y="{:g}" width="{:g}" height="{:g}" fill="{}"><title>{}</title></rect>)",
           x0, y, std::max(1.0, x1 - x0), bar_h - 1, s.color, tip);
       if (std::isinf(v) || std::log10(v) > p.hi_exp) {
-        fmt::print(f,
-                   R"(<text x="{:g}" y="{:g}" class="over">{}</text>)"
-                   "\n",
-                   x0 + width + 2, y + bar_h, std::isinf(v) ? "inf" : "&gt;");
+        simdnorm_tools::PrintLine(
+            f, R"(<text x="{:g}" y="{:g}" class="over">{}</text>)",
+            x0 + width + 2, y + bar_h, std::isinf(v) ? "inf" : "&gt;");
       }
     }
   }
@@ -191,28 +182,25 @@ void write_svg(std::FILE* f, const Report& r) {
   for (const Panel* p : {&f32, &bf}) {
     double x = 10;
     const double y = p == &f32 ? 78 : 94;
-    fmt::print(f,
-               R"(<text x="{:g}" y="{:g}" class="lg">{}</text>)"
-               "\n",
-               x, y + 9, p == &f32 ? "fp32 out:" : "16-bit out:");
+    simdnorm_tools::PrintLine(
+        f, R"(<text x="{:g}" y="{:g}" class="lg">{}</text>)", x, y + 9,
+        p == &f32 ? "fp32 out:" : "16-bit out:");
     x += 80;
     for (const Series& s : p->series) {
-      fmt::print(f,
-                 R"(<rect x="{:g}" y="{:g}" width="10" height="10" fill="{}"/>)"
-                 "\n"
-                 R"(<text x="{:g}" y="{:g}" class="lg">{}</text>)"
-                 "\n",
-                 x, y, s.color, x + 14, y + 9, esc(s.label));
+      simdnorm_tools::PrintLine(
+          f,
+          R"(<rect x="{:g}" y="{:g}" width="10" height="10" fill="{}"/>)"
+          "\n"
+          R"(<text x="{:g}" y="{:g}" class="lg">{}</text>)",
+          x, y, s.color, x + 14, y + 9, esc(s.label));
       x += 24 + 7.0 * static_cast<double>(s.label.size());
     }
   }
   for (size_t fi = 0; fi < families.size(); ++fi) {
-    fmt::print(f,
-               R"(<text x="{:g}" y="{:g}" class="fam">{}</text>)"
-               "\n",
-               label_w - 8,
-               top + row_h * static_cast<double>(fi) + row_h / 2 + 4,
-               esc(families[fi]));
+    simdnorm_tools::PrintLine(
+        f, R"(<text x="{:g}" y="{:g}" class="fam">{}</text>)", label_w - 8,
+        top + row_h * static_cast<double>(fi) + row_h / 2 + 4,
+        esc(families[fi]));
   }
   draw_panel(f, f32, families, label_w, panel_w, top, row_h, bar_h);
   draw_panel(f, bf, families, label_w + panel_w + gap, panel_w, top, row_h,

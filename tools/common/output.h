@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 namespace simdnorm_tools {
 
@@ -64,6 +65,13 @@ inline std::string CsvField(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
+}
+
+// fmt::print and a newline (for raw-string formats such as SVG elements).
+template <class... T>
+void PrintLine(std::FILE* f, fmt::format_string<T...> format, T&&... args) {
+  fmt::print(f, format, std::forward<T>(args)...);
+  std::fputc('\n', f);
 }
 
 // Text for XML (SVG) content and attribute values.

@@ -375,19 +375,17 @@ void WriteSvg(std::FILE* f, const Meta& m,
   for (int i = 0; i <= ticks; ++i) {
     const double v = step * i;
     const double y = top + plot_h - plot_h * v / y_max;
-    fmt::print(
+    simdnorm_tools::PrintLine(
         f,
         R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}"/>)"
         "\n"
-        R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)"
-        "\n",
+        R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)",
         left, y, width - right, y, i == 0 ? "#000" : "#ddd", left - 6, y + 4,
         Sig3(v));
   }
-  fmt::print(
+  simdnorm_tools::PrintLine(
       f,
-      R"svg(<text transform="translate(16,{:.1f}) rotate(-90)" text-anchor="middle">GB/s</text>)svg"
-      "\n",
+      R"svg(<text transform="translate(16,{:.1f}) rotate(-90)" text-anchor="middle">GB/s</text>)svg",
       top + plot_h / 2);
   // Groups.
   for (size_t g = 0; g < results.size(); ++g) {
@@ -400,10 +398,9 @@ void WriteSvg(std::FILE* f, const Meta& m,
           std::find(series.begin(), series.end(), row.r->name) -
           series.begin());
       const double h = plot_h * row.gbps / y_max;
-      fmt::print(
+      simdnorm_tools::PrintLine(
           f,
-          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {} GB/s, {} ns/row</title></rect>)"
-          "\n",
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {} GB/s, {} ns/row</title></rect>)",
           x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1, h,
           color(row.r->name), XmlEscape(row.r->name), Sig3(row.gbps),
           Sig3(row.ns_row));
@@ -417,10 +414,9 @@ void WriteSvg(std::FILE* f, const Meta& m,
         ThreadsName(cf.threads) + " thr" +
             (cf.offset.zero() ? "" : " +" + OffsetName(cf.offset))};
     for (int i = 0; i < 3; ++i) {
-      fmt::print(
+      simdnorm_tools::PrintLine(
           f,
-          R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="10">{}</text>)"
-          "\n",
+          R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="10">{}</text>)",
           x0 + group_w / 2, top + plot_h + 14 + 13 * i, XmlEscape(lines[i]));
     }
   }
@@ -428,10 +424,9 @@ void WriteSvg(std::FILE* f, const Meta& m,
   double lx = left;
   const double ly = top + plot_h + label_h + 6;
   for (const std::string& s : series) {
-    fmt::print(
+    simdnorm_tools::PrintLine(
         f,
-        R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.1f}" y="{:.1f}">{}</text>)"
-        "\n",
+        R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.1f}" y="{:.1f}">{}</text>)",
         lx, ly, color(s), lx + 16, ly + 10, XmlEscape(s));
     lx += 28 + 7.0 * static_cast<double>(s.size());
   }
