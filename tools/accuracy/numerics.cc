@@ -40,34 +40,6 @@ std::string dtypes_label(const Dtypes& d) {
                      dtype_name(d.w));
 }
 
-uint16_t half_round_once(simdnorm_dtype t, double d) {
-  const bool f16 = t == SIMDNORM_F16;
-  if (std::isnan(d)) return f16 ? 0x7E00u : 0x7FC0u;
-  const int digits = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof(u));
-  const int e = static_cast<int>((u >> 52) & 0x7FF) - 1023;
-  double r = d;  // infinity stays
-  if (e >= min_exp && e < 1024) {
-    // t's normal range (or beyond): keep `digits` of the 52 fraction bits,
-    // ties to even, in d's own bits (a carry into the exponent is right).
-    const int drop = 52 - digits;
-    u += (uint64_t{1} << (drop - 1)) - 1 + ((u >> drop) & 1);
-    u &= ~((uint64_t{1} << drop) - 1);
-    std::memcpy(&r, &u, sizeof(r));
-  } else if (e < min_exp) {
-    // t's subnormals: their step q is a power of two, so d / q is exact and
-    // nearbyint (ties to even by default) rounds once; the sign of 0 stays.
-    const double q = f16 ? 0x1.0p-24 : 0x1.0p-133;
-    r = std::nearbyint(d / q) * q;
-  }
-  if (std::fabs(r) > (f16 ? 65504.0 : 0x1.FEp127))
-    r = std::copysign(HUGE_VAL, r);
-  const float v = static_cast<float>(r);  // exact: a value of t
-  return f16 ? simdnorm::f16::from_float(v).bits
-             : simdnorm::bf16::from_float(v).bits;
-}
-
 double round_to(simdnorm_dtype t, double v) {
   if (t == SIMDNORM_F32) return static_cast<float>(v);
   return half_to_float(t, half_round_once(t, v));
@@ -83,8 +55,9 @@ std::string shortest_float(float v) {
 }
 
 Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q) {
+  if (t == SIMDNORM_F32 && !bf16q) return Operand{t, v, {}};
   return rounded(t, v.size(), [&](size_t i) {
-    return bf16q ? round_to(SIMDNORM_BF16, v[i]) : v[i];
+    return bf16q ? simdnorm::bf16::from_float(v[i]).to_float() : v[i];
   });
 }
 

@@ -210,17 +210,24 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
     dtypes.insert(dtypes.end(), all.begin(), all.end());
   }
   cfg->dtypes = dtypes;
-  *error = app->count("--svg") && cfg->svg_path.empty() ? "--svg needs a FILE"
-           : app->count("--input") && cfg->input.empty()
-               ? "--input needs a FILE"
-           : cfg->json && cfg->csv &&
-                   (cfg->json_path.empty() || cfg->json_path == "-") &&
-                   (cfg->csv_path.empty() || cfg->csv_path == "-")
-               ? "--json and --csv cannot both write to stdout; give one a FILE"
-           : !cfg->input.empty() && cfg->cols.size() != 1
-               ? "--input needs exactly one --cols N (the row length)"
-               : "";
-  return error->empty() ? 0 : 2;
+  auto to_stdout = [](bool on, const std::string& path) {
+    return on && (path.empty() || path == "-");
+  };
+  const std::pair<bool, const char*> usage_errors[] = {
+      {app->count("--svg") && cfg->svg_path.empty(), "--svg needs a FILE"},
+      {app->count("--input") && cfg->input.empty(), "--input needs a FILE"},
+      {to_stdout(cfg->json, cfg->json_path) &&
+           to_stdout(cfg->csv, cfg->csv_path),
+       "--json and --csv cannot both write to stdout; give one a FILE"},
+      {!cfg->input.empty() && cfg->cols.size() != 1,
+       "--input needs exactly one --cols N (the row length)"}};
+  for (const auto& [failed, message] : usage_errors) {
+    if (failed) {
+      *error = message;
+      return 2;
+    }
+  }
+  return 0;
 }
 
 }  // namespace simdnorm_accuracy
