@@ -368,7 +368,7 @@ class Accumulator {
 struct RowKey {
   std::string isa;     // ISA name, or "shortcut"
   std::string method;  // "simdnorm" or the shortcut's name
-  simdnorm_kind kind = SIMDNORM_LAYERNORM;
+  simdnorm_kind kind{};
   std::string variant = "plain";  // Variant::name()
   Dtypes dt;
   bool checked = false;  // library rows are held to the bounds

@@ -1,9 +1,9 @@
-#include "profile.h"
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {

@@ -1,5 +1,3 @@
-#include "profile.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,6 +8,7 @@
 
 #include "peers.h"
 #include "problem.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {

@@ -1,5 +1,3 @@
-#include "profile.h"
-
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -8,6 +6,7 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {

@@ -62,7 +62,7 @@ struct Options {
 int ParseOptions(int argc, char** argv, Options* o);
 
 struct Config {
-  simdnorm_kind kind = SIMDNORM_LAYERNORM;
+  simdnorm_kind kind{};
   size_t cols = 896;
   size_t rows = 1;
   Dtypes dtypes;       // for int8 variants y is SIMDNORM_I8
