@@ -1,9 +1,13 @@
-#include "inputs.h"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <tuple>
+
+#include "accuracy.h"
 
 namespace simdnorm_accuracy {
 namespace {
@@ -65,9 +69,8 @@ uint64_t mix(uint64_t seed, uint64_t a, uint64_t b) {
   return splitmix64(&s);
 }
 
-float clip_finite(double v, double limit) {
-  return static_cast<float>(std::max(-limit, std::min(limit, v)));
-}
+// Heavy tails clipped to +-1e30, finite in fp32.
+double clip(double v) { return std::max(-1e30, std::min(1e30, v)); }
 
 void fill_llm_hidden(Rng* rng, size_t rows, size_t cols, float* out) {
   // Channel scales are properties of the model, shared by all rows (tokens).
@@ -102,12 +105,7 @@ void fill_llm_hidden(Rng* rng, size_t rows, size_t cols, float* out) {
 }  // namespace
 
 std::vector<Family> default_families() {
-  struct Base {
-    const char* name;
-    Gen gen;
-    bool eps_zero;
-  };
-  static const Base kBases[] = {
+  static const std::tuple<const char*, Gen, bool> kBases[] = {
       {"normal", Gen::kNormal, false},
       {"offset1e3", Gen::kOffset1e3, false},
       {"offset1e4", Gen::kOffset1e4, false},
@@ -128,36 +126,36 @@ std::vector<Family> default_families() {
       {"subnormal1e-40-eps0", Gen::kSubnormal, true},
   };
   std::vector<Family> out;
-  for (int q = 0; q < 2; ++q) {
-    for (const Base& b : kBases) {
-      Family f;
-      f.name = q ? std::string("bf16q:") + b.name : std::string(b.name);
-      f.gen = b.gen;
-      f.eps_zero = b.eps_zero;
-      f.bf16q = q != 0;
-      f.f16_range = b.gen != Gen::kHuge1e25 && b.gen != Gen::kHuge1e36 &&
-                    b.gen != Gen::kTiny1e25 && b.gen != Gen::kSubnormal;
+  for (const bool q : {false, true}) {
+    for (const auto& [name, gen, eps_zero] : kBases) {
+      out.push_back(
+          {(q ? "bf16q:" : "") + std::string(name), gen, eps_zero, q});
+    }
+  }
+  return out;
+}
+
+std::vector<Family> realistic_families() {
+  std::vector<Family> out;
+  for (const Family& f : default_families()) {
+    if (f.name == "normal" || f.name == "llm-hidden" ||
+        f.name == "student-t2") {
       out.push_back(f);
     }
   }
   return out;
 }
 
-std::vector<std::string> realistic_family_names() {
-  return {"normal", "llm-hidden", "student-t2"};
+bool Family::runs_with(simdnorm_dtype t) const {
+  if (bf16q && t != SIMDNORM_F32) return false;
+  const bool f16_range = gen != Gen::kHuge1e25 && gen != Gen::kHuge1e36 &&
+                         gen != Gen::kTiny1e25 && gen != Gen::kSubnormal;
+  return t != SIMDNORM_F16 || f16_range;
 }
 
-bool family_runs_with(const Family& f, simdnorm_dtype x) {
-  if (f.bf16q && x != SIMDNORM_F32) return false;
-  return x != SIMDNORM_F16 || f.f16_range;
-}
-
-std::vector<float> generate_residual(Gen gen, size_t rows, size_t cols,
-                                     uint64_t seed) {
-  return generate(gen, rows, cols, seed ^ 0x52455349445541ull);  // "RESIDUA"
-}
-
-std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed) {
+std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed,
+                            bool residual) {
+  if (residual) seed ^= 0x52455349445541ull;  // "RESIDUA"
   std::vector<float> out(rows * cols);
   Rng rng(mix(seed, static_cast<uint64_t>(gen) + 1, cols));
   if (gen == Gen::kLlmHidden) {
@@ -166,58 +164,50 @@ std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed) {
   }
   for (size_t r = 0; r < rows; ++r) {
     float* row = out.data() + r * cols;
+    auto fill = [&](auto f) {
+      for (size_t c = 0; c < cols; ++c) row[c] = static_cast<float>(f());
+    };
     switch (gen) {
       case Gen::kOffset1e3:
       case Gen::kOffset1e4: {
         const double mean = gen == Gen::kOffset1e3 ? 1e3 : 1e4;
         const double sd = std::pow(10.0, rng.uniform(-2.0, 0.0));
-        for (size_t c = 0; c < cols; ++c) {
-          row[c] = static_cast<float>(mean + sd * rng.normal());
-        }
+        fill([&] { return mean + sd * rng.normal(); });
         break;
       }
       case Gen::kFirstOutlier: {
-        for (size_t c = 0; c < cols; ++c) {
-          row[c] = static_cast<float>(rng.normal());
-        }
+        fill([&] { return rng.normal(); });
         const double mag = std::pow(10.0, rng.uniform(3.0, 4.0));
         row[0] = static_cast<float>((rng.next() & 1) ? mag : -mag);
         break;
       }
-      case Gen::kStudentT2:
-        // t_2 = Z / sqrt(chi2_2 / 2) and chi2_2 = -2 ln U.
-        for (size_t c = 0; c < cols; ++c) {
+      case Gen::kStudentT2:  // t_2 = Z / sqrt(chi2_2 / 2), chi2_2 = -2 ln U
+        fill([&] {
           const double z = rng.normal();
-          row[c] = clip_finite(z / std::sqrt(-std::log(rng.uniform())), 1e30);
-        }
+          return clip(z / std::sqrt(-std::log(rng.uniform())));
+        });
         break;
       case Gen::kCauchy:
-        for (size_t c = 0; c < cols; ++c) {
-          row[c] = clip_finite(std::tan(kPi * (rng.uniform() - 0.5)), 1e30);
-        }
+        fill([&] { return clip(std::tan(kPi * (rng.uniform() - 0.5))); });
         break;
       case Gen::kNearConstant: {
         const double base = 10.0 * rng.normal();
-        for (size_t c = 0; c < cols; ++c) {
+        fill([&] {
           const int k = static_cast<int>(rng.next() % 5) - 2;
-          row[c] = static_cast<float>(base * (1.0 + k * 0x1.0p-22));
-        }
+          return base * (1.0 + k * 0x1.0p-22);
+        });
         break;
       }
-      case Gen::kConstant: {
-        const float base = static_cast<float>(10.0 * rng.normal());
-        std::fill(row, row + cols, base);
+      case Gen::kConstant:
+        std::fill(row, row + cols, static_cast<float>(10.0 * rng.normal()));
         break;
-      }
       default: {
-        double scale = 1.0;
-        if (gen == Gen::kHuge1e25) scale = 1e25;
-        if (gen == Gen::kHuge1e36) scale = 1e36;
-        if (gen == Gen::kTiny1e25) scale = 1e-25;
-        if (gen == Gen::kSubnormal) scale = 1e-40;
-        for (size_t c = 0; c < cols; ++c) {
-          row[c] = static_cast<float>(scale * rng.normal());
-        }
+        const double scale = gen == Gen::kHuge1e25    ? 1e25
+                             : gen == Gen::kHuge1e36  ? 1e36
+                             : gen == Gen::kTiny1e25  ? 1e-25
+                             : gen == Gen::kSubnormal ? 1e-40
+                                                      : 1.0;
+        fill([&] { return scale * rng.normal(); });
         break;
       }
     }
@@ -237,7 +227,7 @@ void make_weights(size_t cols, uint64_t seed, std::vector<float>* gamma,
 }
 
 bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
-               std::vector<float>* out, size_t* rows, std::string* error) {
+               std::vector<float>* out, std::string* error) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = "cannot open " + path;
@@ -245,32 +235,23 @@ bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
   }
   const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                          std::istreambuf_iterator<char>());
-  const size_t elem = is_half(type) ? 2 : 4;
-  const size_t row_bytes = cols * elem;
-  if (bytes.empty() || bytes.size() % row_bytes != 0) {
-    *error = path + ": " + std::to_string(bytes.size()) +
-             " bytes is not a positive multiple of one row (" +
-             std::to_string(cols) + " x " + std::to_string(elem) + " bytes)";
+  const size_t elem = simdnorm_tools::dtype_size(type);
+  if (bytes.empty() || bytes.size() % (cols * elem) != 0) {
+    *error = fmt::format(
+        "{}: {} bytes is not a positive multiple of one row ({} x {} bytes)",
+        path, bytes.size(), cols, elem);
     return false;
   }
-  const size_t n = bytes.size() / elem;
-  out->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char* p = bytes.data() + i * elem;
+  out->resize(bytes.size() / elem);
+  for (size_t i = 0; i < out->size(); ++i) {
+    uint32_t u = 0;  // little-endian
+    for (size_t b = elem; b-- > 0;) u = u << 8 | bytes[i * elem + b];
     if (is_half(type)) {
-      (*out)[i] =
-          half_to_float(type, static_cast<uint16_t>(p[0] | (p[1] << 8)));
+      (*out)[i] = half_to_float(type, static_cast<uint16_t>(u));
     } else {
-      const uint32_t u = static_cast<uint32_t>(p[0]) |
-                         (static_cast<uint32_t>(p[1]) << 8) |
-                         (static_cast<uint32_t>(p[2]) << 16) |
-                         (static_cast<uint32_t>(p[3]) << 24);
-      float f;
-      std::memcpy(&f, &u, sizeof(f));
-      (*out)[i] = f;
+      std::memcpy(&(*out)[i], &u, sizeof(u));
     }
   }
-  *rows = n / cols;
   return true;
 }
 

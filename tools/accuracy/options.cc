@@ -1,71 +1,15 @@
-#include "options.h"
-
+// simdnorm-accuracy's command line.
 #include <fmt/format.h>
 #include <strings.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <iostream>
-#include <memory>
 
+#include "accuracy.h"
 #include "common/cli.h"
 
 namespace simdnorm_accuracy {
-const std::vector<size_t>& default_cols() {
-  static const std::vector<size_t> kCols = {896, 4096, 1001};
-  return kCols;
-}
-
-const std::vector<size_t>& default_f16_cols() {
-  static const std::vector<size_t> kCols = {896, 1001};
-  return kCols;
-}
-
-const std::vector<size_t>& default_variant_cols() {
-  static const std::vector<size_t> kCols = {1001};
-  return kCols;
-}
-
-namespace {
-
-std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
-                                 bool need_f16) {
-  std::vector<Dtypes> out;
-  for (simdnorm_dtype x : types) {
-    for (simdnorm_dtype y : types) {
-      for (simdnorm_dtype w : types) {
-        const Dtypes d{x, y, w};
-        const bool f16 =
-            x == SIMDNORM_F16 || y == SIMDNORM_F16 || w == SIMDNORM_F16;
-        if (!need_f16 || f16) out.push_back(d);
-      }
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<Dtypes> f32_bf16_dtypes() {
-  return combinations({SIMDNORM_F32, SIMDNORM_BF16}, false);
-}
-
-std::vector<Dtypes> f16_dtypes() {
-  return combinations({SIMDNORM_F32, SIMDNORM_F16}, true);
-}
-
-std::vector<Dtypes> all_dtypes() {
-  return combinations({SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}, false);
-}
-
-std::vector<Dtypes> variant_dtypes() {
-  return {Dtypes{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
-          Dtypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16},
-          Dtypes{SIMDNORM_F16, SIMDNORM_F16, SIMDNORM_F16},
-          Dtypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_F32}};
-}
-
 namespace {
 
 constexpr const char* kDescription =
@@ -89,74 +33,69 @@ residual is a second draw of the same family (with --input: the next row).
 --dtypes, --family and --cols, when given, apply to every variant.
 See docs/accuracy.md.)";
 
-bool parse_kind(const std::string& s, simdnorm_kind* k) {
-  if (s != "layernorm" && s != "rmsnorm") return false;
-  *k = s == "layernorm" ? SIMDNORM_LAYERNORM : SIMDNORM_RMSNORM;
-  return true;
-}
-
-bool parse_name(const std::string& s, std::string* n) {
-  *n = s;
-  return !s.empty();
-}
-
-bool parse_col(const std::string& s, size_t* n) {
-  return simdnorm_tools::ParseSize(s, n) && *n >= 1 && *n <= (size_t{1} << 24);
-}
-
 // X/Y/W, or "all" (kept as a marker: x = I8, expanded after parsing).
 bool parse_dtypes(const std::string& s, Dtypes* d) {
   if (s == "all") {
     d->x = SIMDNORM_I8;
     return true;
   }
-  const size_t a = s.find('/'), b = s.find('/', a + 1);
-  return a != std::string::npos && b != std::string::npos &&
-         s.find('/', b + 1) == std::string::npos &&
-         parse_dtype(s.substr(0, a), &d->x) &&
-         parse_dtype(s.substr(a + 1, b - a - 1), &d->y) &&
-         parse_dtype(s.substr(b + 1), &d->w);
+  const std::vector<std::string> p = simdnorm_tools::split(s, '/');
+  using simdnorm_tools::parse_dtype;
+  return p.size() == 3 && parse_dtype(p[0], &d->x) &&
+         parse_dtype(p[1], &d->y) && parse_dtype(p[2], &d->w);
 }
 
 }  // namespace
 
-bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
-                   Options* opt, std::string* error) {
-  using simdnorm_tools::AddList;
-  CLI::App app(kDescription, "simdnorm-accuracy");
-  app.formatter(std::make_shared<simdnorm_tools::HelpFormatter>());
-  app.footer(kFooter);
-  app.set_help_flag();
-  app.option_defaults()->disable_flag_override();  // no "--detail=1"
-  const std::string selection = "Selection";
-  auto parse_isa = [&](const std::string& s, std::string* isa) {
-    for (const std::string& i : isas) {
-      if (strcasecmp(i.c_str(), s.c_str()) == 0) *isa = i;
+std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
+                                 bool need_f16) {
+  std::vector<Dtypes> out;
+  for (simdnorm_dtype x : types) {
+    for (simdnorm_dtype y : types) {
+      for (simdnorm_dtype w : types) {
+        const bool f16 =
+            x == SIMDNORM_F16 || y == SIMDNORM_F16 || w == SIMDNORM_F16;
+        if (!need_f16 || f16) out.push_back(Dtypes{x, y, w});
+      }
     }
-    return !isa->empty();
-  };
-  const std::string machine_isas = fmt::format("{}", fmt::join(isas, ", "));
-  AddList(&app, "--isa", &opt->isas, parse_isa,
-          "an ISA of this machine (" + machine_isas + ")",
-          "ISAs to force (default: every one the library lists)")
-      ->type_name("NAME[,NAME]")
-      ->group(selection);
-  AddList(&app, "--kind", &opt->kinds, parse_kind, "layernorm or rmsnorm",
-          "layernorm, rmsnorm (default: both)")
-      ->type_name("K[,K]")
-      ->group(selection);
-  AddList(&app, "--variant", &opt->variants, parse_variant,
-          "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with "
-          "'+'",
+  }
+  return out;
+}
+
+int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
+                  Config* cfg, std::string* error) {
+  using simdnorm_tools::AddList;
+  const auto app =
+      simdnorm_tools::MakeApp("simdnorm-accuracy", kDescription, kFooter);
+  app->option_defaults()->group("Selection");
+  AddList(
+      app.get(), "--isa", &cfg->isas,
+      [&](const std::string& s, std::string* isa) {
+        for (const std::string& i : isas) {
+          if (strcasecmp(i.c_str(), s.c_str()) == 0) *isa = i;
+        }
+        return !isa->empty();
+      },
+      fmt::format("an ISA of this machine ({})", fmt::join(isas, ", ")),
+      "ISAs to force (default: every one the library lists)")
+      ->type_name("NAME[,NAME]");
+  AddList(
+      app.get(), "--kind", &cfg->kinds,
+      [](const std::string& s, simdnorm_kind* k) {
+        return simdnorm_tools::parse_kind(s, k, false);
+      },
+      simdnorm_tools::kind_names(), "layernorm, rmsnorm (default: both)")
+      ->type_name("K[,K]");
+  AddList(app.get(), "--variant", &cfg->variants, simdnorm_tools::parse_variant,
+          simdnorm_tools::kVariantSyntax,
           "plain, fused-add (residual, sum_out), gemma\n"
           "(gamma_offset 1), hf-round (ROUND_NORMALIZED), int8\n"
           "(per-row scale), int8-gN (a scale per N elements);\n"
           "join features with '+', e.g. fused-add+int8-g128\n"
           "(default: plain,fused-add,gemma,hf-round,int8,\n"
           "int8-g128)")
-      ->type_name("V[,V]")
-      ->group(selection);
-  AddList(&app, "--dtypes", &opt->dtypes, parse_dtypes,
+      ->type_name("V[,V]");
+  AddList(app.get(), "--dtypes", &cfg->dtypes, parse_dtypes,
           "X/Y/W with each f32, bf16 or f16 (int8 output is --variant int8 "
           "or int8-gN)",
           "dtype combinations of x/y/weights, each f32, bf16 or\n"
@@ -165,147 +104,130 @@ bool parse_options(int argc, char** argv, const std::vector<std::string>& isas,
           "sizes 896,1001; for the other variants:\n"
           "f32/f32/f32, bf16/bf16/bf16, f16/f16/f16,\n"
           "bf16/bf16/f32; int8 variants make y i8)")
-      ->type_name("X/Y/W[,...]")
-      ->group(selection);
+      ->type_name("X/Y/W[,...]");
   CLI::Option* family =
-      AddList(&app, "--family", &opt->families, parse_name, "a family name",
-              "generated families to run (default: all for plain,\n"
-              "normal,llm-hidden,student-t2 for the other variants;\n"
-              "see below)")
-          ->type_name("NAME[,NAME]")
-          ->group(selection);
-  AddList(&app, "--cols", &opt->cols, parse_col, "a size in 1..16777216",
-          "hidden sizes (default: 896,4096,1001 for plain, 1001\n"
-          "for the other variants)")
-      ->type_name("N[,N]")
-      ->group(selection);
-  app.add_option("--rows", opt->rows,
-                 "rows per family and hidden size (default: 64;\n"
-                 "with --input: the first N rows of the file)")
+      AddList(
+          app.get(), "--family", &cfg->families,
+          [](const std::string& s, std::string* n) {
+            return !(*n = s).empty();
+          },
+          "a family name",
+          "generated families to run (default: all for plain,\n"
+          "normal,llm-hidden,student-t2 for the other variants;\n"
+          "see below)")
+          ->type_name("NAME[,NAME]");
+  AddList(
+      app.get(), "--cols", &cfg->cols,
+      [](const std::string& s, size_t* n) {
+        return simdnorm_tools::parse_size(s, n) && *n >= 1 &&
+               *n <= (size_t{1} << 24);
+      },
+      "a size in 1..16777216",
+      "hidden sizes (default: 896,4096,1001 for plain, 1001\n"
+      "for the other variants)")
+      ->type_name("N[,N]");
+  app->add_option("--rows", cfg->rows,
+                  "rows per family and hidden size (default: 64;\n"
+                  "with --input: the first N rows of the file)")
       ->check(simdnorm_tools::SizeIn(1, size_t{1} << 24))
-      ->type_name("N")
-      ->group(selection);
-  app.add_option("--seed", opt->seed,
-                 "seed of the inputs and weights (default: 1)")
+      ->type_name("N");
+  app->add_option("--seed", cfg->seed,
+                  "seed of the inputs and weights (default: 1)")
       ->check(simdnorm_tools::SizeIn(0, SIZE_MAX))
-      ->type_name("N")
-      ->group(selection);
-  app.add_option("--eps", opt->eps,
-                 "eps of the families that do not use 0 (default: 1e-5)")
+      ->type_name("N");
+  app->add_option("--eps", cfg->eps,
+                  "eps of the families that do not use 0 (default: 1e-5)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             char* end = nullptr;
             const double e = std::strtod(v.c_str(), &end);
-            if (!v.empty() && end == v.c_str() + v.size() && e >= 0 &&
-                std::isfinite(static_cast<float>(e))) {
-              return "";
-            }
-            return "'" + v + "' is not a finite value >= 0";
+            const bool ok = !v.empty() && end == v.c_str() + v.size() &&
+                            e >= 0 && std::isfinite(static_cast<float>(e));
+            return ok ? "" : "'" + v + "' is not a finite value >= 0";
           },
           ""))
-      ->type_name("E")
-      ->group(selection);
-  app.add_option("--threads", opt->threads,
-                 "max_threads of each call (default: 0 = TBB default)")
+      ->type_name("E");
+  app->add_option("--threads", cfg->threads,
+                  "max_threads of each call (default: 0 = TBB default)")
       ->check(simdnorm_tools::SizeIn(0, 4096))
-      ->type_name("N")
-      ->group(selection);
+      ->type_name("N");
   bool no_shortcuts = false;
-  app.add_flag("--no-shortcuts", no_shortcuts, "skip the textbook shortcuts")
-      ->group(selection);
+  app->add_flag("--no-shortcuts", no_shortcuts, "skip the textbook shortcuts");
 
-  const std::string own = "Your own activations";
+  app->option_defaults()->group("Your own activations");
   CLI::Option* input =
-      app.add_option("--input", opt->input,
-                     "raw little-endian rows instead of the generated\n"
-                     "families; requires a single --cols N")
+      app->add_option("--input", cfg->input,
+                      "raw little-endian rows instead of the generated\n"
+                      "families; requires a single --cols N")
           ->type_name("FILE")
-          ->group(own)
           ->excludes(family);  // the generated families
-  app.add_option("--input-dtype", opt->input_dtype,
-                 "element type of FILE: f32, bf16 or f16 (default f32)")
+  app->add_option("--input-dtype", cfg->input_dtype,
+                  "element type of FILE: f32, bf16 or f16 (default f32)")
       ->transform(CLI::Validator(
           [](std::string& v) -> std::string {
             simdnorm_dtype t;
-            if (!parse_dtype(v, &t))
+            if (!simdnorm_tools::parse_dtype(v, &t)) {
               return "'" + v + "' is not f32, bf16 or f16";
+            }
             v = std::to_string(static_cast<int>(t));
             return "";
           },
           ""))
       ->type_name("T")
-      ->group(own)
       ->needs(input);
 
-  const std::string output =
-      "Output (the text report goes to stdout unless JSON or CSV does)";
-  app.add_flag("--detail", opt->detail,
-               "also one line per (ISA, kind, dtypes, family)")
-      ->group(output);
-  app.add_option("--json", opt->json_path,
-                 "JSON report to FILE, or stdout if none or \"-\"")
+  app->option_defaults()->group(
+      "Output (the text report goes to stdout unless JSON or CSV does)");
+  app->add_flag("--detail", cfg->detail,
+                "also one line per (ISA, kind, dtypes, family)");
+  app->add_option("--json", cfg->json_path,
+                  "JSON report to FILE, or stdout if none or \"-\"")
       ->expected(0, 1)
-      ->type_name("[FILE]")
-      ->group(output);
-  app.add_option("--csv", opt->csv_path,
-                 "CSV, one line per result row, to FILE or stdout")
+      ->type_name("[FILE]");
+  app->add_option("--csv", cfg->csv_path,
+                  "CSV, one line per result row, to FILE or stdout")
       ->expected(0, 1)
-      ->type_name("[FILE]")
-      ->group(output);
-  app.add_option("--svg", opt->svg_path,
-                 "chart of the worst error per family, log scales")
-      ->type_name("FILE")
-      ->group(output);
-  app.add_flag("--quiet", opt->quiet, "no progress line on stderr")
-      ->group(output);
-  app.set_help_flag("-h,--help", "this text")->group(output);
+      ->type_name("[FILE]");
+  app->add_option("--svg", cfg->svg_path,
+                  "chart of the worst error per family, log scales")
+      ->type_name("FILE");
+  app->add_flag("--quiet", cfg->quiet, "no progress line on stderr");
+  app->set_help_flag("-h,--help", "this text");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    opt->help = true;
-    return true;
-  } catch (const CLI::ParseError& e) {
-    *error = e.what();
-    return false;
+  if (const int status = simdnorm_tools::Parse(app.get(), argc, argv, error)) {
+    return status;
   }
-  opt->shortcuts = !no_shortcuts;
-  opt->json = app.count("--json") > 0;
-  opt->csv = app.count("--csv") > 0;
+  cfg->shortcuts = !no_shortcuts;
+  cfg->json = app->count("--json") > 0;
+  cfg->csv = app->count("--csv") > 0;
   // "all" (x = I8) stands for the 27 combinations.
   std::vector<Dtypes> dtypes;
-  for (const Dtypes& d : opt->dtypes) {
-    const std::vector<Dtypes> all = all_dtypes();
-    if (d.x == SIMDNORM_I8) {
-      dtypes.insert(dtypes.end(), all.begin(), all.end());
-    } else {
-      dtypes.push_back(d);
+  for (const Dtypes& d : cfg->dtypes) {
+    const std::vector<Dtypes> all =
+        d.x == SIMDNORM_I8
+            ? combinations({SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16})
+            : std::vector<Dtypes>{d};
+    dtypes.insert(dtypes.end(), all.begin(), all.end());
+  }
+  cfg->dtypes = dtypes;
+  auto to_stdout = [](bool on, const std::string& path) {
+    return on && (path.empty() || path == "-");
+  };
+  const std::pair<bool, const char*> usage_errors[] = {
+      {app->count("--svg") && cfg->svg_path.empty(), "--svg needs a FILE"},
+      {app->count("--input") && cfg->input.empty(), "--input needs a FILE"},
+      {to_stdout(cfg->json, cfg->json_path) &&
+           to_stdout(cfg->csv, cfg->csv_path),
+       "--json and --csv cannot both write to stdout; give one a FILE"},
+      {!cfg->input.empty() && cfg->cols.size() != 1,
+       "--input needs exactly one --cols N (the row length)"}};
+  for (const auto& [failed, message] : usage_errors) {
+    if (failed) {
+      *error = message;
+      return 2;
     }
   }
-  opt->dtypes = dtypes;
-  auto fail = [&](const std::string& m) {
-    *error = m;
-    return false;
-  };
-  if (app.count("--svg") && opt->svg_path.empty()) {
-    return fail("--svg needs a FILE");
-  }
-  if (app.count("--input") && opt->input.empty()) {
-    return fail("--input needs a FILE");
-  }
-  const bool json_stdout =
-      opt->json && (opt->json_path.empty() || opt->json_path == "-");
-  const bool csv_stdout =
-      opt->csv && (opt->csv_path.empty() || opt->csv_path == "-");
-  if (json_stdout && csv_stdout) {
-    return fail(
-        "--json and --csv cannot both write to stdout; give one a FILE");
-  }
-  if (!opt->input.empty() && opt->cols.size() != 1) {
-    return fail("--input needs exactly one --cols N (the row length)");
-  }
-  return true;
+  return 0;
 }
 
 }  // namespace simdnorm_accuracy

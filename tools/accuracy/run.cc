@@ -1,37 +1,85 @@
-#include "run.h"
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <utility>
 
-#include "operands.h"
-#include "shortcuts.h"
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#define SIMDNORM_ACCURACY_HAVE_ISATTY 1
-#endif
+#include "accuracy.h"
+#include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_accuracy {
-namespace {
 
-constexpr Shortcut kF32Shortcuts[] = {
-    Shortcut::kOnePassF32, Shortcut::kTwoPassF32, Shortcut::kEpsOutside};
-constexpr size_t kMaxMessagesPerKind = 20;
-
-bool stderr_is_tty() {
-#ifdef SIMDNORM_ACCURACY_HAVE_ISATTY
-  return isatty(2) != 0;
-#else
-  return false;
-#endif
+std::vector<std::string> Config::all_variants() const {
+  std::vector<std::string> out;
+  for (const Plan& p : plans) out.push_back(p.variant.name());
+  return unique(out);
 }
 
-bool has_f16(const Dtypes& d) {
-  return d.x == SIMDNORM_F16 || d.y == SIMDNORM_F16 || d.w == SIMDNORM_F16;
+std::vector<Dtypes> Config::all_dtypes(const std::string& variant) const {
+  std::vector<Dtypes> out;
+  for (const Plan& p : plans) {
+    if (variant.empty() || p.variant.name() == variant) {
+      out.insert(out.end(), p.dtypes.begin(), p.dtypes.end());
+    }
+  }
+  return unique(out);
+}
+
+std::vector<std::string> Config::all_families() const {
+  std::vector<std::string> out;
+  for (const Plan& p : plans) {
+    for (const Family& f : p.families) out.push_back(f.name);
+  }
+  return unique(out);
+}
+
+std::vector<size_t> Config::all_cols() const {
+  std::vector<size_t> out;
+  for (const Plan& p : plans) {
+    out.insert(out.end(), p.cols.begin(), p.cols.end());
+  }
+  return unique(out);
+}
+
+bool RunOutput::pass() const {
+  return errors.empty() &&
+         std::all_of(rows.begin(), rows.end(),
+                     [](const ResultRow& r) { return r.pass(); });
+}
+
+std::string row_name(const std::string& isa, simdnorm_kind kind,
+                     const std::string& variant, const Dtypes& dt,
+                     const std::string& family) {
+  return fmt::format("{} {} {}{} {}", isa, kind_name(kind),
+                     variant == "plain" ? "" : variant + " ", dtypes_label(dt),
+                     family);
+}
+
+namespace {
+
+constexpr size_t kMaxSelfCheckMessages = 20;
+
+// The (x, w) dtypes of a plan sharing one reference, with the y dtypes
+// wanted (f32 first).
+std::vector<std::pair<Dtypes, std::vector<simdnorm_dtype>>> pairs_of(
+    const Plan& plan) {
+  std::vector<std::pair<Dtypes, std::vector<simdnorm_dtype>>> pairs;
+  for (const Dtypes& d : plan.dtypes) {
+    auto it = std::find_if(pairs.begin(), pairs.end(), [&](const auto& p) {
+      return p.first.x == d.x && p.first.w == d.w;
+    });
+    if (it == pairs.end()) it = pairs.insert(pairs.end(), {d, {}});
+    if (std::find(it->second.begin(), it->second.end(), d.y) ==
+        it->second.end()) {
+      it->second.push_back(d.y);
+    }
+  }
+  for (auto& p : pairs) std::sort(p.second.begin(), p.second.end());
+  return pairs;
 }
 
 // Output buffers of one call, reused across calls (no page faults per call).
@@ -44,176 +92,126 @@ struct Outputs {
     sum.resize(n);
     scale.resize(std::max<size_t>(groups, 1));
   }
+  // Points d's outputs here for y type y (and the variant's sum_out).
+  void point(simdnorm_desc* d, simdnorm_dtype y_type, const Variant& v) {
+    d->y_type = y_type;
+    d->y = y.data();
+    d->sum_out = v.fused_add ? sum.data() : nullptr;
+    d->y_scale = y_type == SIMDNORM_I8 ? scale.data() : nullptr;
+    d->quant_group = y_type == SIMDNORM_I8 ? v.quant_group : 0;
+  }
 };
 
 class Runner {
  public:
-  explicit Runner(const RunConfig& cfg) : cfg_(cfg) {}
+  explicit Runner(const Config& cfg) : cfg_(cfg) {
+    for (const Plan& plan : cfg_.plans) {
+      for (const auto& [xw, ys] : pairs_of(plan)) {
+        for (const Family& f : plan.families) {
+          if (f.runs_with(xw.x)) total_ += plan.cols.size() * cfg_.kinds.size();
+        }
+      }
+    }
+    progress_ = !cfg_.quiet && isatty(2);
+  }
 
   RunOutput run() {
-    plan();
     for (simdnorm_kind kind : cfg_.kinds) {
       for (const Plan& plan : cfg_.plans) {
-        for (const Pair& p : pairs_of(plan)) {
+        for (const auto& [xw, ys] : pairs_of(plan)) {
           for (const Family& fam : plan.families) {
-            if (family_runs_with(fam, p.x)) run_family(kind, plan, p, fam);
+            if (fam.runs_with(xw.x)) run_family(kind, plan, xw, ys, fam);
           }
         }
       }
     }
-    if (show_progress_) std::fprintf(stderr, "\r%*s\r", 100, "");
+    if (progress_) fmt::print(stderr, "\r{:100}\r", "");
     simdnorm_set_isa("auto");
     order_rows();
     return std::move(out_);
   }
 
  private:
-  // The (x, w) dtypes sharing one reference, with the y dtypes wanted.
-  struct Pair {
-    simdnorm_dtype x, w;
-    std::vector<simdnorm_dtype> ys;  // f32 first
-  };
-
-  static std::vector<Pair> pairs_of(const Plan& plan) {
-    std::vector<Pair> pairs;
-    for (const Dtypes& d : plan.dtypes) {
-      auto it = std::find_if(pairs.begin(), pairs.end(), [&](const Pair& p) {
-        return p.x == d.x && p.w == d.w;
-      });
-      if (it == pairs.end()) {
-        pairs.push_back(Pair{d.x, d.w, {}});
-        it = pairs.end() - 1;
-      }
-      if (std::find(it->ys.begin(), it->ys.end(), d.y) == it->ys.end()) {
-        it->ys.push_back(d.y);
-      }
-    }
-    for (Pair& p : pairs) std::sort(p.ys.begin(), p.ys.end());
-    return pairs;
-  }
-
-  void plan() {
-    for (const Plan& plan : cfg_.plans) {
-      const std::string v = plan.variant.name();
-      if (std::find(variant_order_.begin(), variant_order_.end(), v) ==
-          variant_order_.end()) {
-        variant_order_.push_back(v);
-      }
-      std::vector<Dtypes>& dts = dtype_order_[v];
-      for (const Dtypes& d : plan.dtypes) {
-        if (std::find(dts.begin(), dts.end(), d) == dts.end()) {
-          dts.push_back(d);
-        }
-      }
-      for (const Family& f : plan.families) {
-        if (std::find(family_order_.begin(), family_order_.end(), f.name) ==
-            family_order_.end()) {
-          family_order_.push_back(f.name);
-        }
-      }
-      for (const Pair& p : pairs_of(plan)) {
-        for (const Family& f : plan.families) {
-          if (family_runs_with(f, p.x)) {
-            total_ += plan.cols.size() * cfg_.kinds.size();
-          }
-        }
-      }
-    }
-    show_progress_ = cfg_.progress && stderr_is_tty();
-  }
-
-  size_t rows_for(const Family& fam) const {
-    return fam.gen == Gen::kUser ? cfg_.user_rows : cfg_.rows;
-  }
-
   // The family's values (residual: the second stream of the fused add; for
   // --input the rows rotated by one).
   const std::vector<float>& base_data(const Family& fam, size_t cols,
                                       bool residual) {
     const auto key = std::make_tuple(static_cast<int>(fam.gen), cols, residual);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    std::vector<float> v;
-    if (fam.gen == Gen::kUser) {
-      if (!residual) return cfg_.user_data;
-      const std::vector<float>& u = cfg_.user_data;
-      v.resize(u.size());
-      const size_t n = u.size();
-      for (size_t i = 0; i < n; ++i) v[i] = u[(i + cols) % n];
-    } else if (residual) {
-      v = generate_residual(fam.gen, cfg_.rows, cols, cfg_.seed);
-    } else {
-      v = generate(fam.gen, cfg_.rows, cols, cfg_.seed);
+    const std::vector<float>& u = cfg_.user_data;
+    if (fam.gen == Gen::kUser && !residual) return u;
+    auto [it, added] = cache_.try_emplace(key);
+    if (!added) return it->second;
+    if (fam.gen != Gen::kUser) {
+      return it->second =
+                 generate(fam.gen, cfg_.rows, cols, cfg_.seed, residual);
     }
-    return cache_.emplace(key, std::move(v)).first->second;
+    for (size_t i = 0; i < u.size(); ++i) {
+      it->second.push_back(u[(i + cols) % u.size()]);
+    }
+    return it->second;
   }
 
   void error(const std::string& what) {
     if (out_.errors.size() < 1000) out_.errors.push_back(what);
   }
 
-  std::string where(const char* isa, simdnorm_kind kind, const Variant& v,
-                    const Dtypes& dt, const Family& fam, size_t cols) const {
-    std::string s = std::string(isa) + " " + kind_name(kind) + " ";
-    if (!v.plain()) s += v.name() + " ";
-    return s + dtypes_label(dt) + " " + fam.name + " cols " +
-           std::to_string(cols);
-  }
-
-  void progress(simdnorm_kind kind, const Variant& v, const Pair& p,
-                const Family& fam, size_t cols) {
-    ++done_;
-    if (!show_progress_) return;
-    std::fprintf(stderr,
-                 "\r[%4zu/%zu] %-9s %-10s x=%-4s w=%-4s %-22s cols %-6zu",
-                 done_, total_, kind_name(kind), v.name().c_str(),
-                 dtype_name(p.x), dtype_name(p.w), fam.name.c_str(), cols);
-    std::fflush(stderr);
-  }
-
-  // Points d's outputs at o for y type y (and the variant's sum_out).
-  static void point_outputs(simdnorm_desc* d, Outputs* o, simdnorm_dtype y,
-                            const Variant& v) {
-    d->y_type = y;
-    d->y = o->y.data();
-    d->sum_out = v.fused_add ? o->sum.data() : nullptr;
-    d->y_scale = y == SIMDNORM_I8 ? o->scale.data() : nullptr;
-    d->quant_group = y == SIMDNORM_I8 ? v.quant_group : 0;
-  }
-
-  void run_family(simdnorm_kind kind, const Plan& plan, const Pair& p,
-                  const Family& fam) {
+  // One family on one (x, w) pair of a plan: every hidden size, y dtype and
+  // ISA, plus the shortcuts; adds its rows.
+  void run_family(simdnorm_kind kind, const Plan& plan, const Dtypes& xw,
+                  const std::vector<simdnorm_dtype>& ys, const Family& fam) {
     const Variant& v = plan.variant;
     const size_t n_isa = cfg_.isas.size();
-    const size_t n_y = p.ys.size();
-    // [y index][isa] and [y index][shortcut]
-    std::vector<std::vector<Accumulator>> lib(n_y,
-                                              std::vector<Accumulator>(n_isa));
-    std::vector<std::vector<Accumulator>> sc(n_y, std::vector<Accumulator>(4));
-    std::vector<std::vector<std::vector<std::string>>> failed(
-        n_y, std::vector<std::vector<std::string>>(n_isa));
+    // Per y dtype: an accumulator per ISA then per shortcut, and the
+    // messages of failed calls per ISA.
+    std::vector<std::vector<Accumulator>> acc(
+        ys.size(), std::vector<Accumulator>(n_isa + std::size(kShortcuts)));
+    std::vector<std::vector<std::string>> failed(ys.size() * n_isa);
     const float eps = fam.eps_zero ? 0.0f : cfg_.eps;
+    const bool with_beta = kind_info(kind).beta;
+    auto where = [&](const std::string& isa, const Dtypes& dt, size_t cols) {
+      return fmt::format("{} cols {}",
+                         row_name(isa, kind, v.name(), dt, fam.name), cols);
+    };
     for (size_t cols : plan.cols) {
-      progress(kind, v, p, fam, cols);
-      const size_t rows = rows_for(fam);
+      if (progress_) {
+        fmt::print(stderr,
+                   "\r[{:4}/{}] {:<9} {:<10} x={:<4} w={:<4} {:<22} cols {:<6}",
+                   ++done_, total_, kind_name(kind), v.name(), dtype_name(xw.x),
+                   dtype_name(xw.w), fam.name, cols);
+        std::fflush(stderr);
+      }
+      const size_t rows = fam.gen == Gen::kUser ? cfg_.user_rows : cfg_.rows;
       const size_t n = rows * cols;
-      const Operand x = quantize(base_data(fam, cols, false), p.x, fam.bf16q);
+      const Operand x = quantize(base_data(fam, cols, false), xw.x, fam.bf16q);
       Operand residual, h;
       if (v.fused_add) {
-        residual = quantize(base_data(fam, cols, true), p.x, fam.bf16q);
+        residual = quantize(base_data(fam, cols, true), xw.x, fam.bf16q);
         h = rounded_sum(x, residual);
       }
       const Operand& xn = v.fused_add ? h : x;  // what gets normalized
       const Weights wt =
-          make_weights_for(p.w, cols, cfg_.seed, v.gemma ? 1.0f : 0.0f);
-      const bool affine_beta = kind == SIMDNORM_LAYERNORM;
-      const float* beta_f = affine_beta ? wt.beta.f.data() : nullptr;
-      const size_t groups =
-          v.int8 ? rows * ((cols + (v.quant_group ? v.quant_group : cols) - 1) /
-                           (v.quant_group ? v.quant_group : cols))
-                 : 0;
+          make_weights_for(xw.w, cols, cfg_.seed, v.gemma ? 1.0f : 0.0f);
+      const float* beta_f = with_beta ? wt.beta.f.data() : nullptr;
+      const size_t group = v.quant_group ? v.quant_group : cols;
+      const size_t groups = v.int8 ? rows * ((cols + group - 1) / group) : 0;
       out_a_.resize(n, groups);
       out_b_.resize(n, groups);
+
+      // The call under test.
+      simdnorm_desc d{};
+      d.kind = kind;
+      d.rows = rows;
+      d.cols = cols;
+      d.x_type = xw.x;
+      d.x = x.data();
+      d.param_type = xw.w;
+      d.gamma = wt.gamma.data();
+      d.beta = with_beta ? wt.beta.data() : nullptr;
+      d.eps = eps;
+      d.max_threads = cfg_.threads;
+      d.residual = v.fused_add ? residual.data() : nullptr;
+      d.gamma_offset = v.gemma ? 1.0f : 0.0f;
+      d.flags = v.hf_round ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
 
       // The float64 truth from the plain reference on the values the call
       // normalizes (h for the fused add) and the scale it applies (fl32(1 +
@@ -223,166 +221,156 @@ class Runner {
       t.rows = rows;
       t.cols = cols;
       t.x = xn.f.data();
-      t.x_type = SIMDNORM_F32;
       t.gamma = wt.scale.data();
       t.beta = beta_f;
-      t.param_type = SIMDNORM_F32;
       t.eps = eps;
       t.y = out_a_.y.data();
-      t.y_type = SIMDNORM_F32;
       truth_.resize(n);
       xhat_.resize(n);
       const simdnorm::Status rs =
           simdnorm::reference_f64(t, truth_.data(), xhat_.data());
       if (rs != simdnorm::Status::kOk) {
-        error(where("reference", kind, v, Dtypes{p.x, SIMDNORM_F32, p.w}, fam,
-                    cols) +
+        error(where("reference", {xw.x, SIMDNORM_F32, xw.w}, cols) +
               ": reference_f64 returned " + simdnorm::to_string(rs));
         continue;
       }
+      lo_.clear();
+      hi_.clear();
       if (v.hf_round) {
-        hf_round_truth(p.x, xhat_.data(), wt.scale.data(), beta_f, rows, cols,
+        hf_round_truth(xw.x, xhat_.data(), wt.scale.data(), beta_f, rows, cols,
                        truth_.data(), &lo_, &hi_);
-      } else {
-        lo_.clear();
-        hi_.clear();
       }
-      const double* lo = lo_.empty() ? nullptr : lo_.data();
-      const double* hi = hi_.empty() ? nullptr : hi_.data();
+      const Truth tr{rows,
+                     cols,
+                     truth_.data(),
+                     xhat_.data(),
+                     xn.f.data(),
+                     wt.scale.data(),
+                     beta_f,
+                     lo_.empty() ? nullptr : lo_.data(),
+                     lo_.empty() ? nullptr : hi_.data()};
 
-      // The call under test.
-      simdnorm_desc d{};
-      d.kind = kind;
-      d.rows = rows;
-      d.cols = cols;
-      d.x_type = p.x;
-      d.x = x.data();
-      d.param_type = p.w;
-      d.gamma = wt.gamma.data();
-      if (affine_beta) d.beta = wt.beta.data();
-      d.eps = eps;
-      d.max_threads = cfg_.threads;
-      if (v.fused_add) d.residual = residual.data();
-      d.gamma_offset = v.gemma ? 1.0f : 0.0f;
-      d.flags = v.hf_round ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
-
-      first_f32_.clear();  // the best ISA's fp32 output (plain)
-      for (size_t yi = 0; yi < n_y; ++yi) {
-        const simdnorm_dtype y = p.ys[yi];
-        const Dtypes dt{p.x, y, p.w};
-        point_outputs(&d, &out_a_, y, v);
+      for (size_t yi = 0; yi < ys.size(); ++yi) {
+        const simdnorm_dtype y = ys[yi];
+        const Dtypes dt{xw.x, y, xw.w};
+        out_a_.point(&d, y, v);
         if (is_half(y)) {
           want_.resize(n);
           for (size_t i = 0; i < n; ++i) {
             want_[i] = half_round_once(y, truth_[i]);
           }
         }
-        I8Truth i8;
-        if (y == SIMDNORM_I8) {
-          i8 = quantize_truth(truth_.data(), lo, hi, rows, cols, v.quant_group);
-        }
+        const I8Truth i8 = y == SIMDNORM_I8
+                               ? quantize_truth(truth_.data(), tr.lo, tr.hi,
+                                                rows, cols, v.quant_group)
+                               : I8Truth();
         if (!v.plain() || y != SIMDNORM_F32) {
-          self_check(d, v, y, i8, xn,
-                     where("reference", kind, v, dt, fam, cols));
+          self_check(d, v, y, i8, xn, where("reference", dt, cols));
         }
         for (size_t ii = 0; ii < n_isa; ++ii) {
           const char* isa = cfg_.isas[ii].c_str();
           const simdnorm_status ss = simdnorm_set_isa(isa);
-          simdnorm_status st = ss;
-          if (ss == SIMDNORM_OK) st = simdnorm_normalize(&d);
+          const simdnorm_status st =
+              ss == SIMDNORM_OK ? simdnorm_normalize(&d) : ss;
           if (st != SIMDNORM_OK) {
-            const std::string msg = where(isa, kind, v, dt, fam, cols) + ": " +
-                                    (ss != SIMDNORM_OK ? "simdnorm_set_isa"
-                                                       : "simdnorm_normalize") +
-                                    " returned " + simdnorm_status_string(st);
+            const std::string msg = fmt::format(
+                "{}: {} returned {}", where(isa, dt, cols),
+                ss != SIMDNORM_OK ? "simdnorm_set_isa" : "simdnorm_normalize",
+                simdnorm_status_string(st));
             error(msg);
-            failed[yi][ii].push_back(msg);
+            failed[yi * n_isa + ii].push_back(msg);
             continue;
           }
-          Accumulator& acc = lib[yi][ii];
-          const float* yf = out_a_.y.data();
+          Accumulator& a = acc[yi][ii];
           if (y == SIMDNORM_F32) {
-            acc.add_f32(yf, truth_.data(), xhat_.data(), xn.f.data(),
-                        wt.scale.data(), beta_f, rows, cols, lo, hi);
-            if (ii == 0 && v.plain()) first_f32_.assign(yf, yf + n);
+            a.add_f32(out_a_.y.data(), tr);
           } else if (is_half(y)) {
-            acc.add_half(y, reinterpret_cast<const uint16_t*>(yf), want_.data(),
-                         truth_.data(), xhat_.data(), xn.f.data(),
-                         wt.scale.data(), beta_f, rows, cols, lo, hi);
+            a.add_half(y, reinterpret_cast<const uint16_t*>(d.y), want_.data(),
+                       tr);
           } else {
-            acc.add_i8(reinterpret_cast<const int8_t*>(yf), out_a_.scale.data(),
-                       i8, xhat_.data(), xn.f.data(), rows, cols);
+            a.add_i8(static_cast<const int8_t*>(d.y), d.y_scale, i8, tr);
           }
           if (v.fused_add) {
-            acc.add_sum_out(p.x, out_a_.sum.data(), h.data(), n, cols);
-            acc.add_inplace_mismatches(
+            a.add_sum_out(xw.x, d.sum_out, h.data(), n, cols);
+            a.add_inplace_mismatches(
                 in_place_differences(d, x, residual, y, groups));
           }
         }
-        if (cfg_.shortcuts && v.plain() && !has_f16(dt)) {
-          run_shortcuts(kind, d, dt, x, wt, beta_f, eps, rows, cols, &sc[yi]);
+        if (with_shortcuts(v, dt)) {
+          run_shortcuts(kind, d, tr, &acc[yi][n_isa]);
         }
       }
     }
-    // Collect the rows of this family.
-    for (size_t yi = 0; yi < n_y; ++yi) {
-      const Dtypes dt{p.x, p.ys[yi], p.w};
-      for (size_t ii = 0; ii < n_isa; ++ii) {
-        ResultRow r =
-            make_row(cfg_.isas[ii], "simdnorm", kind, v, dt, fam, eps);
-        r.s = lib[yi][ii].finish();
-        r.checked = true;
+    // The rows of this family.
+    for (size_t yi = 0; yi < ys.size(); ++yi) {
+      const Dtypes dt{xw.x, ys[yi], xw.w};
+      auto add_row = [&](const std::string& isa, const std::string& method,
+                         Accumulator* a, bool checked) {
+        ResultRow& r = out_.rows.emplace_back();
+        static_cast<RowKey&>(r) = {isa, method, kind, v.name(), dt, checked};
+        r.family = fam.name;
+        r.eps = eps;
+        r.s = a->finish();
         check_bounds(&r);
-        for (const std::string& m : failed[yi][ii]) r.violations.push_back(m);
-        out_.rows.push_back(std::move(r));
+      };
+      for (size_t ii = 0; ii < n_isa; ++ii) {
+        add_row(cfg_.isas[ii], "simdnorm", &acc[yi][ii], true);
+        for (const std::string& m : failed[yi * n_isa + ii]) {
+          out_.rows.back().violations.push_back(m);
+        }
       }
-      if (!cfg_.shortcuts || !v.plain() || has_f16(dt)) continue;
-      for (Shortcut s : {Shortcut::kOnePassF32, Shortcut::kTwoPassF32,
-                         Shortcut::kEpsOutside, Shortcut::kTruncBf16}) {
-        if (!shortcut_applies(s, kind, dt.y)) continue;
-        if (s == Shortcut::kTruncBf16 && n_isa == 0) continue;
-        ResultRow r =
-            make_row("shortcut", shortcut_name(s), kind, v, dt, fam, eps);
-        r.s = sc[yi][static_cast<int>(s)].finish();
-        out_.rows.push_back(std::move(r));
+      if (!with_shortcuts(v, dt)) continue;
+      for (size_t s = 0; s < std::size(kShortcuts); ++s) {
+        if (shortcut_applies(kShortcuts[s], kind, dt.y) &&
+            (kShortcuts[s] != Shortcut::kTruncBf16 || n_isa > 0)) {
+          add_row("shortcut", shortcut_name(kShortcuts[s]), &acc[yi][n_isa + s],
+                  false);
+        }
       }
     }
   }
 
-  // The textbook shortcuts on the plain call's inputs (f32 and bf16 only).
+  // The shortcuts run on the plain calls without f16 (f32 and bf16 y).
+  bool with_shortcuts(const Variant& v, const Dtypes& dt) const {
+    return cfg_.shortcuts && v.plain() && dt.x != SIMDNORM_F16 &&
+           dt.y != SIMDNORM_F16 && dt.w != SIMDNORM_F16;
+  }
+
+  // The textbook shortcuts on the plain call d's inputs, into sc[shortcut].
   void run_shortcuts(simdnorm_kind kind, const simdnorm_desc& d,
-                     const Dtypes& dt, const Operand& x, const Weights& wt,
-                     const float* beta_f, float eps, size_t rows, size_t cols,
-                     std::vector<Accumulator>* sc) {
-    const size_t n = rows * cols;
-    if (dt.y == SIMDNORM_F32) {
-      ys_.resize(n);
-      for (Shortcut s : kF32Shortcuts) {
-        if (!shortcut_applies(s, kind, dt.y)) continue;
-        run_shortcut(s, kind, x.f.data(), rows, cols, wt.gamma.f.data(), beta_f,
-                     eps, ys_.data());
-        (*sc)[static_cast<int>(s)].add_f32(
-            ys_.data(), truth_.data(), xhat_.data(), x.f.data(),
-            wt.gamma.f.data(), beta_f, rows, cols);
-      }
-    } else if (dt.y == SIMDNORM_BF16 && !cfg_.isas.empty()) {
-      if (first_f32_.empty()) {
-        // y = fp32 not selected: produce the best ISA's fp32 output now.
-        simdnorm_desc df = d;
-        df.y_type = SIMDNORM_F32;
-        df.y = out_b_.y.data();
-        if (simdnorm_set_isa(cfg_.isas[0].c_str()) != SIMDNORM_OK ||
-            simdnorm_normalize(&df) != SIMDNORM_OK) {
-          return;
+                     const Truth& tr, Accumulator* sc) {
+    const size_t n = d.rows * d.cols;
+    ys_.resize(n);
+    if (d.y_type == SIMDNORM_F32) {
+      for (size_t s = 0; s < std::size(kShortcuts); ++s) {
+        if (kShortcuts[s] == Shortcut::kTruncBf16 ||
+            !shortcut_applies(kShortcuts[s], kind, d.y_type)) {
+          continue;
         }
-        first_f32_.assign(out_b_.y.begin(), out_b_.y.begin() + n);
+        run_shortcut(kShortcuts[s], kind, tr.x, d.rows, d.cols, tr.gamma,
+                     tr.beta, d.eps, ys_.data());
+        sc[s].add_f32(ys_.data(), tr);
       }
-      tb_.resize(n);
-      truncate_rows(first_f32_.data(), n, tb_.data());
-      (*sc)[static_cast<int>(Shortcut::kTruncBf16)].add_half(
-          SIMDNORM_BF16, tb_.data(), want_.data(), truth_.data(), xhat_.data(),
-          x.f.data(), wt.gamma.f.data(), beta_f, rows, cols);
+      return;
     }
+    // bf16: the best ISA's fp32 output with the low 16 bits dropped (the
+    // shortcut the library avoids).
+    simdnorm_desc df = d;
+    df.y_type = SIMDNORM_F32;
+    df.y = ys_.data();
+    if (d.y_type != SIMDNORM_BF16 || cfg_.isas.empty() ||
+        simdnorm_set_isa(cfg_.isas[0].c_str()) != SIMDNORM_OK ||
+        simdnorm_normalize(&df) != SIMDNORM_OK) {
+      return;
+    }
+    tb_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &ys_[i], sizeof(u));
+      tb_[i] = static_cast<uint16_t>(u >> 16);
+    }
+    sc[static_cast<int>(Shortcut::kTruncBf16)].add_half(
+        SIMDNORM_BF16, tb_.data(), want_.data(), tr);
   }
 
   // vLLM's form of the same call, on copies: residual = sum_out, and y = x
@@ -392,166 +380,114 @@ class Runner {
                                 const Operand& residual, simdnorm_dtype y,
                                 size_t groups) {
     const size_t n = d.rows * d.cols;
-    const size_t bytes = n * dtype_size(d.x_type);
+    const size_t bytes = n * simdnorm_tools::dtype_size(d.x_type);
     xw_.resize(n);
     rw_.resize(n);
     std::memcpy(xw_.data(), x.data(), bytes);
     std::memcpy(rw_.data(), residual.data(), bytes);
     simdnorm_desc e = d;
     e.x = xw_.data();
-    e.residual = rw_.data();
-    e.sum_out = rw_.data();
+    e.residual = e.sum_out = rw_.data();
     e.y = y == d.x_type ? static_cast<void*>(xw_.data()) : out_b_.y.data();
     if (y == SIMDNORM_I8) e.y_scale = out_b_.scale.data();
-    const simdnorm_status st = simdnorm_normalize(&e);
-    if (st != SIMDNORM_OK) return n;  // all of it differs
-    uint64_t diff = count_differences(y, d.y, e.y, n);
-    diff += count_differences(d.x_type, d.sum_out, rw_.data(), n);
-    if (y == SIMDNORM_I8) {
-      diff += count_differences(SIMDNORM_F32, d.y_scale, e.y_scale, groups);
-    }
-    return diff;
+    if (simdnorm_normalize(&e) != SIMDNORM_OK) return n;  // all of it differs
+    return count_differences(y, d.y, e.y, n) +
+           count_differences(d.x_type, d.sum_out, rw_.data(), n) +
+           count_differences(SIMDNORM_F32, d.y_scale, e.y_scale,
+                             y == SIMDNORM_I8 ? groups : 0);
   }
 
   // simdnorm_normalize_reference on the real descriptor (every field of the
   // variant) must give exactly the truth derived here, rounded once: a
-  // disagreement would make the figures meaningless.
+  // disagreement would make the figures meaningless. For bf16 and f16 the
+  // reference's bytes become want_, what every ISA must give.
   void self_check(const simdnorm_desc& d, const Variant& v, simdnorm_dtype y,
                   const I8Truth& i8, const Operand& h,
                   const std::string& label) {
     const size_t n = d.rows * d.cols;
     simdnorm_desc dr = d;
-    point_outputs(&dr, &out_b_, y, v);
+    out_b_.point(&dr, y, v);
     const simdnorm_status st = simdnorm_normalize_reference(&dr);
     if (st != SIMDNORM_OK) {
       error(label + ": simdnorm_normalize_reference returned " +
             simdnorm_status_string(st));
       return;
     }
+    const float* r = out_b_.y.data();
+    const uint16_t* rh = reinterpret_cast<const uint16_t*>(r);
+    const int8_t* q = reinterpret_cast<const int8_t*>(r);
+    const float* s = out_b_.scale.data();
     size_t bad = 0, first = 0;
-    char what[200] = "";
-    auto mark = [&](size_t i) {
-      if (bad++ == 0) first = i;
-    };
-    if (y == SIMDNORM_F32) {
-      const float* r = out_b_.y.data();
-      for (size_t i = 0; i < n; ++i) {
-        if (std::isfinite(truth_[i]) && r[i] != static_cast<float>(truth_[i])) {
-          mark(i);
-        }
-      }
-      if (bad) {
-        std::snprintf(what, sizeof(what),
-                      "truth %.17g, once-rounded %.9g, reference %.9g",
-                      truth_[first], static_cast<float>(truth_[first]),
-                      r[first]);
-      }
-    } else if (is_half(y)) {
-      // The reference rounds the exact result, which the float64 truth may
-      // not resolve next to a midpoint: the once-rounded truth or a
-      // neighbour. Its bytes are what every ISA must give.
-      const uint16_t* r = reinterpret_cast<const uint16_t*>(out_b_.y.data());
-      for (size_t i = 0; i < n; ++i) {
-        if (std::isfinite(truth_[i]) &&
-            std::abs(bf16_order(r[i]) - bf16_order(want_[i])) > 1) {
-          mark(i);
-        }
-        if (std::isfinite(truth_[i])) want_[i] = r[i];
-      }
-      if (bad) {
-        std::snprintf(what, sizeof(what),
-                      "truth %.17g, once-rounded 0x%04x, reference 0x%04x",
-                      truth_[first], half_round_once(y, truth_[first]),
-                      r[first]);
-      }
-    } else {
-      // int8: the scale is the float64 one rounded to fp32, q within 1 of
-      // q64 (the reference may divide by the fp32 scale).
-      const int8_t* q = reinterpret_cast<const int8_t*>(out_b_.y.data());
-      const float* s = out_b_.scale.data();
-      for (size_t i = 0; i < n; ++i) {
-        const size_t gi =
-            (i / d.cols) * i8.groups_per_row + (i % d.cols) / i8.group;
+    for (size_t i = 0; i < n; ++i) {
+      bool ok = true;
+      if (y == SIMDNORM_I8) {
+        // The scale is the float64 one rounded to fp32, q within 1 of q64
+        // (the reference may divide by the fp32 scale).
+        const size_t gi = i8.group_of(i, d.cols);
         const double want = i8.scale[gi];
-        if (std::isnan(want)) continue;
-        if (!(std::fabs(s[gi] - want) <= 0x1.0p-23 * want) ||
-            std::abs(q[i] - i8.q[i]) > 1) {
-          mark(i);
-        }
+        ok = std::isnan(want) || (std::fabs(s[gi] - want) <= 0x1.0p-23 * want &&
+                                  std::abs(q[i] - i8.q[i]) <= 1);
+      } else if (!std::isfinite(truth_[i])) {
+        continue;
+      } else if (y == SIMDNORM_F32) {
+        ok = r[i] == static_cast<float>(truth_[i]);
+      } else {
+        // The reference rounds the exact result, which the float64 truth may
+        // not resolve next to a midpoint: the once-rounded truth or a
+        // neighbour.
+        ok = std::abs(half_order(rh[i]) - half_order(want_[i])) <= 1;
+        want_[i] = rh[i];
       }
-      if (bad) {
-        const size_t gi =
-            (first / d.cols) * i8.groups_per_row + (first % d.cols) / i8.group;
-        std::snprintf(what, sizeof(what),
-                      "truth %.17g: q64 %d scale64 %.17g, reference q %d "
-                      "scale %.9g",
-                      truth_[first], i8.q[first], i8.scale[gi], q[first],
-                      s[gi]);
-      }
+      if (!ok && bad++ == 0) first = i;
     }
-    if (bad && self_check_messages_++ < kMaxMessagesPerKind) {
-      char buf[400];
-      std::snprintf(buf, sizeof(buf),
-                    ": simdnorm_normalize_reference (%s) differs from the "
-                    "float64 truth rounded once at %zu elements; first row "
-                    "%zu col %zu: %s",
-                    dtype_name(y), bad, first / d.cols, first % d.cols, what);
-      error(label + buf);
+    const double t = truth_[first];
+    const size_t gi = y == SIMDNORM_I8 ? i8.group_of(first, d.cols) : 0;
+    if (bad && messages_++ < kMaxSelfCheckMessages) {
+      error(fmt::format(
+          "{}: simdnorm_normalize_reference ({}) differs from the float64 "
+          "truth rounded once at {} elements; first row {} col {}: {}",
+          label, dtype_name(y), bad, first / d.cols, first % d.cols,
+          y == SIMDNORM_F32
+              ? fmt::format("truth {:.17g}, once-rounded {:.9g}, reference "
+                            "{:.9g}",
+                            t, double{static_cast<float>(t)}, double{r[first]})
+          : is_half(y)
+              ? fmt::format("truth {:.17g}, once-rounded 0x{:04x}, reference "
+                            "0x{:04x}",
+                            t, half_round_once(y, t), rh[first])
+              : fmt::format("truth {:.17g}: q64 {} scale64 {:.17g}, reference "
+                            "q {} scale {:.9g}",
+                            t, i8.q[first], i8.scale[gi], q[first],
+                            double{s[gi]})));
     }
-    if (v.fused_add) {
-      const size_t diff =
-          count_differences(d.x_type, out_b_.sum.data(), h.data(), n);
-      if (diff && self_check_messages_++ < kMaxMessagesPerKind) {
-        error(label +
-              ": simdnorm_normalize_reference's sum_out differs from "
-              "h = x + residual rounded once at " +
-              std::to_string(diff) + " elements");
-      }
+    const size_t diff =
+        v.fused_add ? count_differences(d.x_type, dr.sum_out, h.data(), n) : 0;
+    if (diff && messages_++ < kMaxSelfCheckMessages) {
+      error(fmt::format(
+          "{}: simdnorm_normalize_reference's sum_out differs from h = x + "
+          "residual rounded once at {} elements",
+          label, diff));
     }
-  }
-
-  static ResultRow make_row(const std::string& isa, const std::string& method,
-                            simdnorm_kind kind, const Variant& v,
-                            const Dtypes& dt, const Family& fam, float eps) {
-    ResultRow r;
-    r.isa = isa;
-    r.method = method;
-    r.kind = kind;
-    r.variant = v.name();
-    r.dt = dt;
-    r.family = fam.name;
-    r.eps = eps;
-    return r;
   }
 
   // Library rows by ISA (best first), then shortcuts by method; within each,
   // by variant, kind, dtype combination and family as configured.
   void order_rows() {
-    auto index_of = [](const auto& list, const auto& pred) {
-      return static_cast<size_t>(std::find_if(list.begin(), list.end(), pred) -
-                                 list.begin());
+    const std::vector<std::string> variants = cfg_.all_variants();
+    const std::vector<std::string> families = cfg_.all_families();
+    std::map<std::string, std::vector<Dtypes>> dtypes;
+    for (const std::string& v : variants) dtypes[v] = cfg_.all_dtypes(v);
+    auto index = [](const auto& list, const auto& value) {
+      return std::find(list.begin(), list.end(), value) - list.begin();
     };
     auto rank = [&](const ResultRow& r) {
-      size_t group;
-      if (r.method == "simdnorm") {
-        group = index_of(cfg_.isas,
-                         [&](const std::string& s) { return s == r.isa; });
-      } else {
-        group = 1000;
-        for (int s = 0; s < 4; ++s) {
-          if (r.method == shortcut_name(static_cast<Shortcut>(s))) group += s;
-        }
+      long group = index(cfg_.isas, r.isa);
+      for (Shortcut s : kShortcuts) {
+        if (r.method == shortcut_name(s)) group = 1000 + static_cast<int>(s);
       }
-      const size_t var = index_of(
-          variant_order_, [&](const std::string& s) { return s == r.variant; });
-      const size_t kind =
-          index_of(cfg_.kinds, [&](simdnorm_kind k) { return k == r.kind; });
-      const std::vector<Dtypes>& dts = dtype_order_[r.variant];
-      const size_t dt =
-          index_of(dts, [&](const Dtypes& d) { return d == r.dt; });
-      const size_t fam = index_of(
-          family_order_, [&](const std::string& f) { return f == r.family; });
-      return std::make_tuple(group, var, kind, dt, fam);
+      return std::make_tuple(
+          group, index(variants, r.variant), index(cfg_.kinds, r.kind),
+          index(dtypes[r.variant], r.dt), index(families, r.family));
     };
     std::stable_sort(out_.rows.begin(), out_.rows.end(),
                      [&](const ResultRow& a, const ResultRow& b) {
@@ -559,23 +495,20 @@ class Runner {
                      });
   }
 
-  const RunConfig& cfg_;
-  Outputs out_a_, out_b_;  // the call under test; the reference and copies
-  std::vector<float> ys_, first_f32_;
+  const Config& cfg_;
+  Outputs out_a_, out_b_;       // the call under test; the reference and copies
+  std::vector<float> ys_;       // a shortcut's output
   std::vector<float> xw_, rw_;  // in-place copies of x and residual
   std::vector<uint16_t> want_, tb_;
   std::vector<double> truth_, xhat_, lo_, hi_;
   std::map<std::tuple<int, size_t, bool>, std::vector<float>> cache_;
-  std::vector<std::string> variant_order_, family_order_;
-  std::map<std::string, std::vector<Dtypes>> dtype_order_;
   RunOutput out_;
-  size_t total_ = 0, done_ = 0;
-  bool show_progress_ = false;
-  size_t self_check_messages_ = 0;
+  size_t total_ = 0, done_ = 0, messages_ = 0;
+  bool progress_ = false;
 };
 
 }  // namespace
 
-RunOutput run_all(const RunConfig& cfg) { return Runner(cfg).run(); }
+RunOutput run_all(const Config& cfg) { return Runner(cfg).run(); }
 
 }  // namespace simdnorm_accuracy

@@ -1,16 +1,19 @@
-// The help layout both tools share on CLI11, as their hand-written help
-// was: the usage line, the description, the options (grouped, in their
-// order, the value as its type name says: "--cols N[,N]"), the footer.
+// The command line both tools share on CLI11: the help layout their
+// hand-written help had (the usage line, the description, the options
+// grouped in their order with the value as its type name says: "--cols
+// N[,N]", the footer), number checks and comma-separated lists.
 #ifndef SIMDNORM_TOOLS_COMMON_CLI_H_
 #define SIMDNORM_TOOLS_COMMON_CLI_H_
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <system_error>
 #include <vector>
+
+#include "common/vocabulary.h"
 
 namespace simdnorm_tools {
 
@@ -22,8 +25,7 @@ class HelpFormatter : public CLI::Formatter {
     return "Usage: " + name + " [options]\n\n" + app->get_description() +
            "\n\n";
   }
-  // A blank line between groups (no heading for the default one), none
-  // doubled.
+  // A blank line between groups (no heading for the default one).
   std::string make_group(std::string group, bool is_positional,
                          std::vector<const CLI::Option*> opts) const override {
     std::string out = group == "Options" ? "" : group + ":\n";
@@ -31,23 +33,40 @@ class HelpFormatter : public CLI::Formatter {
     return out;
   }
   std::string make_option_name(const CLI::Option* o, bool) const override {
-    std::string names = o->get_name(false, true);  // "-h,--help"
-    for (size_t i = names.find(','); i != std::string::npos;
-         i = names.find(',', i + 2)) {
-      names.insert(i + 1, " ");
-    }
-    return names;
+    // "-h,--help" as "-h, --help".
+    return fmt::format("{}",
+                       fmt::join(split(o->get_name(false, true), ','), ", "));
   }
   std::string make_option_opts(const CLI::Option* o) const override {
     return o->get_type_name().empty() ? "" : " " + o->get_type_name();
   }
 };
 
-// A whole decimal number, nothing around it.
-inline bool ParseSize(const std::string& s, size_t* v) {
-  const char* end = s.data() + s.size();
-  const auto r = std::from_chars(s.data(), end, *v);
-  return !s.empty() && r.ec == std::errc() && r.ptr == end;
+// An app laid out as above, its help flag to be added last.
+inline std::unique_ptr<CLI::App> MakeApp(const std::string& name,
+                                         const std::string& description,
+                                         const std::string& footer) {
+  auto app = std::make_unique<CLI::App>(description, name);
+  app->formatter(std::make_shared<HelpFormatter>());
+  app->footer(footer);
+  app->set_help_flag();
+  app->option_defaults()->disable_flag_override();  // no "--strict=1"
+  return app;
+}
+
+// Parses argv: 0 to go on, -1 after printing the help on stdout, 2 with the
+// message of a usage error in *error.
+inline int Parse(CLI::App* app, int argc, char** argv, std::string* error) {
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app->help());
+    return -1;
+  } catch (const CLI::ParseError& e) {
+    *error = e.what();
+    return 2;
+  }
+  return 0;
 }
 
 // Each value (of a comma-separated list) a whole number in lo..hi.
@@ -55,11 +74,10 @@ inline CLI::Validator SizeIn(size_t lo, size_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {
         size_t v;
-        if (ParseSize(s, &v) && v >= lo && v <= hi) return "";
-        return "'" + s + "' is not a number " +
-               (hi == SIZE_MAX
-                    ? ">= " + std::to_string(lo)
-                    : "in " + std::to_string(lo) + ".." + std::to_string(hi));
+        if (parse_size(s, &v) && v >= lo && v <= hi) return "";
+        return fmt::format("'{}' is not a number {}", s,
+                           hi == SIZE_MAX ? fmt::format(">= {}", lo)
+                                          : fmt::format("in {}..{}", lo, hi));
       },
       "");
 }
@@ -75,11 +93,9 @@ CLI::Option* AddList(CLI::App* app, const std::string& name,
   auto convert = [=](const std::vector<std::string>& v) {
     out->clear();
     for (const std::string& s : v) {
-      T t;
-      if (!parse(s, &t)) {
+      if (!parse(s, &out->emplace_back())) {
         throw CLI::ValidationError(shown, "'" + s + "' is not " + what);
       }
-      out->push_back(t);
     }
   };
   return app->add_option_function<std::vector<std::string>>(name, convert, help)

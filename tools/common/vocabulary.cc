@@ -1,93 +1,146 @@
 #include "common/vocabulary.h"
 
+#include <fmt/format.h>
 #include <strings.h>
 
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
+#include <cmath>
+#include <cstring>
 
 namespace simdnorm_tools {
 
 const char* dtype_name(simdnorm_dtype t) {
-  switch (t) {
-    case SIMDNORM_BF16:
-      return "bf16";
-    case SIMDNORM_F16:
-      return "f16";
-    case SIMDNORM_I8:
-      return "i8";
-    default:
-      return "f32";
-  }
+  static const char* const kNames[] = {"f32", "bf16", "f16", "i8"};
+  return kNames[t];
 }
 
 bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
-  auto is = [&](const char* name) { return strcasecmp(s.c_str(), name) == 0; };
-  if (is("f32") || is("fp32") || is("float")) {
-    *t = SIMDNORM_F32;
-  } else if (is("bf16")) {
-    *t = SIMDNORM_BF16;
-  } else if (is("f16") || is("fp16") || is("half")) {
-    *t = SIMDNORM_F16;
-  } else {
-    return false;
+  static const std::pair<const char*, simdnorm_dtype> kNames[] = {
+      {"f32", SIMDNORM_F32},   {"fp32", SIMDNORM_F32}, {"float", SIMDNORM_F32},
+      {"bf16", SIMDNORM_BF16}, {"f16", SIMDNORM_F16},  {"fp16", SIMDNORM_F16},
+      {"half", SIMDNORM_F16}};
+  for (const auto& [name, type] : kNames) {
+    if (strcasecmp(s.c_str(), name) == 0) {
+      *t = type;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
-const char* kind_name(simdnorm_kind k) {
-  return k == SIMDNORM_RMSNORM ? "rmsnorm" : "layernorm";
+size_t dtype_size(simdnorm_dtype t) {
+  return t == SIMDNORM_F32 ? 4 : (t == SIMDNORM_I8 ? 1 : 2);
+}
+
+float load_float(const void* p, simdnorm_dtype t, size_t i) {
+  if (t == SIMDNORM_F32) return static_cast<const float*>(p)[i];
+  if (t == SIMDNORM_I8) return static_cast<const int8_t*>(p)[i];
+  return half_to_float(t, static_cast<const uint16_t*>(p)[i]);
+}
+
+bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
+                  size_t j) {
+  const size_t n = dtype_size(t);
+  const char* pa = static_cast<const char*>(a) + i * n;
+  const char* pb = static_cast<const char*>(b) + j * n;
+  return std::memcmp(pa, pb, n) == 0 ||
+         (std::isnan(load_float(a, t, i)) && std::isnan(load_float(b, t, j)));
+}
+
+const std::vector<KindInfo>& kinds() {
+  static const std::vector<KindInfo> kKinds = {
+      {SIMDNORM_LAYERNORM, "layernorm", "ln", "LN", true, true, true},
+      {SIMDNORM_RMSNORM, "rmsnorm", "rms", "RMS", false, false, false}};
+  return kKinds;
+}
+
+const KindInfo& kind_info(simdnorm_kind k) {
+  for (const KindInfo& i : kinds()) {
+    if (i.kind == k) return i;
+  }
+  return kinds().front();
+}
+
+std::vector<simdnorm_kind> all_kinds() {
+  std::vector<simdnorm_kind> out;
+  for (const KindInfo& i : kinds()) out.push_back(i.kind);
+  return out;
+}
+
+bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
+  for (const KindInfo& i : kinds()) {
+    if (lenient ? strcasecmp(s.c_str(), i.name) == 0 ||
+                      strcasecmp(s.c_str(), i.alias) == 0
+                : s == i.name) {
+      *k = i.kind;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string kind_names() {
+  std::string out;
+  for (size_t i = 0; i < kinds().size(); ++i) {
+    out += i == 0 ? "" : (i + 1 == kinds().size() ? " or " : ", ");
+    out += kinds()[i].name;
+  }
+  return out;
+}
+
+std::vector<std::string> library_isas() {
+  std::vector<std::string> out;
+  for (size_t i = 0; const char* name = simdnorm_isa_name(i); ++i) {
+    out.emplace_back(name);
+  }
+  return out;
+}
+
+bool parse_size(const std::string& s, size_t* v) {
+  const char* end = s.data() + s.size();
+  const auto r = std::from_chars(s.data(), end, *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == end;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out(1);
+  for (char c : s) {
+    if (c == sep) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
 }
 
 std::string Variant::name() const {
-  std::string s;
-  auto add = [&](const std::string& f) { s += (s.empty() ? "" : "+") + f; };
-  if (fused_add) add("fused-add");
-  if (gemma) add("gemma");
-  if (hf_round) add("hf-round");
-  if (int8) {
-    add(quant_group ? "int8-g" + std::to_string(quant_group) : "int8");
-  }
-  return s.empty() ? "plain" : s;
+  std::vector<std::string> f;
+  if (fused_add) f.push_back("fused-add");
+  if (gemma) f.push_back("gemma");
+  if (hf_round) f.push_back("hf-round");
+  if (int8)
+    f.push_back(quant_group ? fmt::format("int8-g{}", quant_group) : "int8");
+  return f.empty() ? "plain" : fmt::format("{}", fmt::join(f, "+"));
 }
 
 bool parse_variant(const std::string& s, Variant* v) {
   Variant out;
-  if (s == "plain") {
-    *v = out;
-    return true;
-  }
-  size_t start = 0;
-  for (;;) {
-    const size_t end = s.find('+', start);
-    const std::string f = s.substr(start, end - start);
-    bool repeated = false;
-    if (f == "fused-add") {
-      repeated = out.fused_add;
-      out.fused_add = true;
-    } else if (f == "gemma") {
-      repeated = out.gemma;
-      out.gemma = true;
-    } else if (f == "hf-round") {
-      repeated = out.hf_round;
-      out.hf_round = true;
-    } else if (f == "int8" || f.rfind("int8-g", 0) == 0) {
-      repeated = out.int8;
-      out.int8 = true;
-      if (f != "int8") {
-        const std::string n = f.substr(6);
-        if (n.empty() || n[0] < '1' || n[0] > '9') return false;
-        errno = 0;
-        char* e = nullptr;
-        const unsigned long long g = std::strtoull(n.c_str(), &e, 10);
-        if (errno || *e != '\0' || g > (1u << 24)) return false;
-        out.quant_group = static_cast<size_t>(g);
-      }
-    } else {
+  for (const std::string& f :
+       s == "plain" ? std::vector<std::string>() : split(s, '+')) {
+    bool* feature = f == "fused-add"                           ? &out.fused_add
+                    : f == "gemma"                             ? &out.gemma
+                    : f == "hf-round"                          ? &out.hf_round
+                    : f == "int8" || f.rfind("int8-g", 0) == 0 ? &out.int8
+                                                               : nullptr;
+    if (!feature || *feature) return false;  // unknown or repeated
+    *feature = true;
+    const std::string n = f.substr(std::min<size_t>(6, f.size()));
+    if (feature == &out.int8 && f != "int8" &&  // int8-gN, no leading 0
+        (n[0] == '0' || !parse_size(n, &out.quant_group) ||
+         out.quant_group > (1u << 24))) {
       return false;
     }
-    if (repeated) return false;
-    if (end == std::string::npos) break;
-    start = end + 1;
   }
   *v = out;
   return true;
@@ -98,8 +151,7 @@ std::vector<Variant> default_variants() {
   out[1].fused_add = true;
   out[2].gemma = true;
   out[3].hf_round = true;
-  out[4].int8 = true;
-  out[5].int8 = true;
+  out[4].int8 = out[5].int8 = true;
   out[5].quant_group = 128;
   return out;
 }

@@ -1,15 +1,18 @@
-// The words both tools share: the names of dtypes and kinds, and the engine
-// variants of issue #7 that they run beside the plain call: fused residual add,
-// Gemma's gamma offset, Hugging Face's rounding order and int8 output. A
-// variant is a set of these features; `--variant fused-add+int8` combines them.
+// The words both tools share: dtypes, the kinds of normalization, the ISAs
+// and the engine variants of issue #7 that they run beside the plain call:
+// fused residual add, Gemma's gamma offset, Hugging Face's rounding order
+// and int8 output. A variant is a set of these features; `--variant
+// fused-add+int8` combines them.
 #ifndef SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 #define SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm_tools {
 
@@ -17,8 +20,56 @@ namespace simdnorm_tools {
 const char* dtype_name(simdnorm_dtype t);
 // f32 (or fp32, float), bf16, f16 (or fp16, half), in any case.
 bool parse_dtype(const std::string& s, simdnorm_dtype* t);
-// "layernorm", "rmsnorm".
-const char* kind_name(simdnorm_kind k);
+size_t dtype_size(simdnorm_dtype t);  // bytes per element
+// bf16 and f16: 16-bit floats, held as their bits.
+inline bool is_half(simdnorm_dtype t) {
+  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
+}
+inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
+  if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
+  return simdnorm::bf16::from_bits(b).to_float();
+}
+// Element i of p, of type t, widened to float (exactly).
+float load_float(const void* p, simdnorm_dtype t, size_t i);
+// Whether element i of a and element j of b (type t) hold the same bits,
+// or NaN both.
+bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
+                  size_t j);
+
+// The data types of x, y and the weights (gamma, beta) of one call.
+struct Dtypes {
+  simdnorm_dtype x = SIMDNORM_F32, y = SIMDNORM_F32, w = SIMDNORM_F32;
+  bool operator==(const Dtypes& o) const {
+    return x == o.x && y == o.y && w == o.w;
+  }
+};
+
+// A kind of normalization and what sets it apart. The only list of kinds:
+// every loop over kinds and every test of one goes through kinds().
+struct KindInfo {
+  simdnorm_kind kind;
+  const char* name;   // "layernorm"
+  const char* alias;  // "ln" (simdnorm-profile takes it too)
+  const char* label;  // "LN": short, for charts
+  bool centered;      // subtracts the mean of the row
+  bool beta;          // adds beta after gamma
+  bool onednn;        // oneDNN 2.x has it (a peer of simdnorm-profile)
+};
+const std::vector<KindInfo>& kinds();
+const KindInfo& kind_info(simdnorm_kind k);
+inline const char* kind_name(simdnorm_kind k) { return kind_info(k).name; }
+std::vector<simdnorm_kind> all_kinds();
+// A kind's name; with `lenient`, in any case or its alias.
+bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
+std::string kind_names();  // "layernorm or rmsnorm"
+
+// The ISAs the library lists on this machine, best first.
+std::vector<std::string> library_isas();
+
+// A whole decimal number, nothing around it.
+bool parse_size(const std::string& s, size_t* v);
+// s cut at every sep (empty parts kept).
+std::vector<std::string> split(const std::string& s, char sep);
 
 struct Variant {
   bool fused_add = false;  // residual given: h = x + residual, to sum_out
@@ -30,16 +81,15 @@ struct Variant {
   bool plain() const { return !fused_add && !gemma && !hf_round && !int8; }
   // "plain", "fused-add", "int8-g128", "fused-add+gemma+int8", ...
   std::string name() const;
+  bool operator==(const Variant& o) const { return name() == o.name(); }
 };
 
-inline bool operator==(const Variant& a, const Variant& b) {
-  return a.name() == b.name();
-}
-
+// What --variant takes, for its usage errors.
+constexpr const char* kVariantSyntax =
+    "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with '+'";
 // Parses one name as printed by Variant::name() (features joined by '+',
 // in any order; "int8-gN" for a group of N elements, N >= 1).
 bool parse_variant(const std::string& s, Variant* v);
-
 // The default list: plain, fused-add, gemma, hf-round, int8, int8-g128.
 std::vector<Variant> default_variants();
 

@@ -1,9 +1,9 @@
-#include "machine.h"
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {
@@ -46,9 +46,9 @@ std::string Caches() {
     std::string size = Trim(ReadFile(dir + "size"));
     if (type == "Instruction") continue;
     if (!size.empty() && size.back() == 'K')
-      size = size.substr(0, size.size() - 1) + " KiB";
-    if (!out.empty()) out += ", ";
-    out += "L" + level + (type == "Data" ? "d" : "") + " " + size;
+      size.replace(size.size() - 1, 1, " KiB");
+    out += (out.empty() ? "L" : ", L") + level + (type == "Data" ? "d " : " ") +
+           size;
   }
   return out.empty() ? "unknown" : out + " (cpu0)";
 }
@@ -59,43 +59,32 @@ Machine DetectMachine() {
   Machine m;
 #if defined(__x86_64__) || defined(_M_X64)
   m.arch = "x86_64";
-  const bool x86 = true;
 #elif defined(__i386__)
   m.arch = "x86";
-  const bool x86 = true;
 #elif defined(__aarch64__)
   m.arch = "aarch64";
-  const bool x86 = false;
 #elif defined(__arm__)
   m.arch = "arm";
-  const bool x86 = false;
 #elif defined(__riscv)
   m.arch = "riscv";
-  const bool x86 = false;
 #elif defined(__powerpc64__)
   m.arch = "ppc64";
-  const bool x86 = false;
 #else
   m.arch = "unknown";
-  const bool x86 = false;
 #endif
-
   const std::string cpuinfo = ReadFile("/proc/cpuinfo");
   m.cpu = CpuInfoField(cpuinfo, "model name");
   if (m.cpu.empty()) m.cpu = CpuInfoField(cpuinfo, "Hardware");
-  if (m.cpu.empty()) {
-    const std::string impl = CpuInfoField(cpuinfo, "CPU implementer");
-    const std::string part = CpuInfoField(cpuinfo, "CPU part");
-    if (!impl.empty()) m.cpu = "implementer " + impl + ", part " + part;
+  const std::string impl = CpuInfoField(cpuinfo, "CPU implementer");
+  if (m.cpu.empty() && !impl.empty()) {
+    m.cpu =
+        "implementer " + impl + ", part " + CpuInfoField(cpuinfo, "CPU part");
   }
   if (m.cpu.empty()) m.cpu = "unknown CPU";
   m.logical_cpus = std::thread::hardware_concurrency();
   m.caches = Caches();
-  {
-    std::istringstream load(ReadFile("/proc/loadavg"));
-    if (!(load >> m.load1)) m.load1 = -1.0;
-  }
-
+  std::istringstream load(ReadFile("/proc/loadavg"));
+  if (!(load >> m.load1)) m.load1 = -1.0;
 #if defined(__clang__)
   m.compiler = "Clang " __clang_version__;
 #elif defined(__GNUC__)
@@ -110,6 +99,7 @@ Machine DetectMachine() {
   // a /proc/cpuinfo of another architecture than this binary's (qemu-user
   // passes the host's through).
   const char* forced = std::getenv("SIMDNORM_EMULATED");
+  const bool x86 = m.arch == "x86_64" || m.arch == "x86";
   const bool cpuinfo_x86 = cpuinfo.find("vendor_id") != std::string::npos;
   if (forced && *forced && std::string(forced) != "0") {
     m.emulated = "SIMDNORM_EMULATED is set";

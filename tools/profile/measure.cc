@@ -1,5 +1,3 @@
-#include "measure.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,13 +8,14 @@
 
 #include "peers.h"
 #include "problem.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using simdnorm_peers::Problem;
-using simdnorm_peers::ProblemShape;
+using simdnorm_peers::dtype_size;
+using simdnorm_tools::load_float;
 
 struct Runner {
   ImplResult result;
@@ -28,8 +27,7 @@ struct Runner {
 double TimeNs(const std::function<void(size_t)>& run, size_t calls) {
   const auto t0 = Clock::now();
   run(calls);
-  const auto t1 = Clock::now();
-  return std::chrono::duration<double, std::nano>(t1 - t0).count();
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
 }
 
 // After a multi-threaded batch, idle workers keep spinning for a while and
@@ -56,32 +54,6 @@ size_t Calibrate(const std::function<void(size_t)>& run, double batch_ns) {
   return std::max<size_t>(1, static_cast<size_t>(batch_ns / per_call + 0.5));
 }
 
-float F16ToFloat(uint16_t b) {
-  const int exp = (b >> 10) & 0x1F;
-  const int man = b & 0x3FF;
-  float v;
-  if (exp == 0) {
-    v = std::ldexp(static_cast<float>(man), -24);
-  } else if (exp == 31) {
-    v = man ? NAN : INFINITY;
-  } else {
-    v = std::ldexp(static_cast<float>(man + 1024), exp - 25);
-  }
-  return (b & 0x8000u) ? -v : v;
-}
-
-float LoadAsFloat(const void* p, simdnorm_dtype t, size_t i) {
-  if (t == SIMDNORM_F32) return static_cast<const float*>(p)[i];
-  if (t == SIMDNORM_I8) return static_cast<const int8_t*>(p)[i];
-  uint16_t b;
-  std::memcpy(&b, static_cast<const char*>(p) + 2 * i, 2);
-  if (t == SIMDNORM_F16) return F16ToFloat(b);
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 int Mantissa(simdnorm_dtype t) {
   return t == SIMDNORM_BF16 ? 7 : (t == SIMDNORM_F16 ? 10 : 23);
 }
@@ -100,42 +72,39 @@ class Checker {
  public:
   explicit Checker(const simdnorm_desc& d) : d_(d) {
     const size_t head = std::min<size_t>(d.rows, 64);
-    rows_.clear();
     for (size_t r = 0; r < head; ++r) rows_.push_back(r);
     if (d.rows > head) rows_.push_back(d.rows - 1);
     const size_t n = rows_.size() * d.cols;
-    const size_t ysz = simdnorm_peers::dtype_size(d.y_type);
-    const size_t xsz = simdnorm_peers::dtype_size(d.x_type);
     spr_ = simdnorm_peers::scales_per_row(d);
-    ref_ = simdnorm_peers::AllocateAligned(n * ysz);
-    if (d.sum_out) sum_ = simdnorm_peers::AllocateAligned(n * xsz);
+    ref_ = simdnorm_peers::AllocateAligned(n * dtype_size(d.y_type));
+    if (d.sum_out) {
+      sum_ = simdnorm_peers::AllocateAligned(n * dtype_size(d.x_type));
+    }
     if (spr_) scale_ = simdnorm_peers::AllocateAligned(rows_.size() * spr_ * 4);
     // Rows [0, head) in one call, then the last one.
     simdnorm_desc r = d;
     r.rows = head;
     r.y = ref_.get();
-    r.y_stride = 0;
+    r.y_stride = r.sum_out_stride = 0;
     r.sum_out = sum_.get();
-    r.sum_out_stride = 0;
     r.y_scale = static_cast<float*>(scale_.get());
     r.max_threads = 1;
     status_ = simdnorm_normalize_reference(&r);
-    if (status_ == SIMDNORM_OK && rows_.size() > head) {
-      const size_t last = d.rows - 1;
-      const size_t xs = d.x_stride ? d.x_stride : d.cols;
-      const size_t rs = d.residual_stride ? d.residual_stride : d.cols;
-      r.rows = 1;
-      r.x = static_cast<const char*>(d.x) + last * xs * xsz;
-      if (d.residual) {
-        r.residual = static_cast<const char*>(d.residual) + last * rs * xsz;
-      }
-      r.y = static_cast<char*>(ref_.get()) + head * d.cols * ysz;
-      if (d.sum_out) {
-        r.sum_out = static_cast<char*>(sum_.get()) + head * d.cols * xsz;
-      }
-      if (spr_) r.y_scale = static_cast<float*>(scale_.get()) + head * spr_;
-      status_ = simdnorm_normalize_reference(&r);
+    if (status_ != SIMDNORM_OK || rows_.size() == head) return;
+    const size_t last = d.rows - 1, xsz = dtype_size(d.x_type);
+    const size_t xs = d.x_stride ? d.x_stride : d.cols;
+    const size_t rs = d.residual_stride ? d.residual_stride : d.cols;
+    r.rows = 1;
+    r.x = static_cast<const char*>(d.x) + last * xs * xsz;
+    if (d.residual) {
+      r.residual = static_cast<const char*>(d.residual) + last * rs * xsz;
     }
+    r.y = static_cast<char*>(ref_.get()) + head * d.cols * dtype_size(d.y_type);
+    if (d.sum_out) {
+      r.sum_out = static_cast<char*>(sum_.get()) + head * d.cols * xsz;
+    }
+    if (spr_) r.y_scale = static_cast<float*>(scale_.get()) + head * spr_;
+    status_ = simdnorm_normalize_reference(&r);
   }
 
   simdnorm_status status() const { return status_; }
@@ -147,66 +116,52 @@ class Checker {
   Check Compare(double tol, double scale_tol) const {
     Check c;
     const size_t ys = d_.y_stride ? d_.y_stride : d_.cols;
-    const bool i8 = d_.y_type == SIMDNORM_I8;
     for (size_t i = 0; i < rows_.size() && std::isfinite(c.err); ++i) {
       for (size_t k = 0; k < d_.cols; ++k) {
-        const double ref = LoadAsFloat(ref_.get(), d_.y_type, i * d_.cols + k);
-        const double got = LoadAsFloat(d_.y, d_.y_type, rows_[i] * ys + k);
+        const double ref = load_float(ref_.get(), d_.y_type, i * d_.cols + k);
+        const double got = load_float(d_.y, d_.y_type, rows_[i] * ys + k);
         if (std::isnan(got) != std::isnan(ref)) {
           c.err = INFINITY;
           break;
         }
         if (std::isnan(ref)) continue;
-        double ulp = 1.0;
-        if (!i8) {
-          const double mag = std::max(std::fabs(ref), 1.0);
-          ulp = std::ldexp(1.0, std::ilogb(mag) - Mantissa(d_.y_type));
-        }
+        const double ulp =
+            d_.y_type == SIMDNORM_I8
+                ? 1.0
+                : std::ldexp(1.0, std::ilogb(std::max(std::fabs(ref), 1.0)) -
+                                      Mantissa(d_.y_type));
         c.err = std::max(c.err, std::fabs(got - ref) / ulp);
       }
     }
     c.ok = c.err <= tol;
-    if (spr_) {
-      double worst = 0.0;
-      for (size_t i = 0; i < rows_.size(); ++i) {
-        for (size_t g = 0; g < spr_; ++g) {
-          const double ref =
-              static_cast<const float*>(scale_.get())[i * spr_ + g];
-          const double got = d_.y_scale[rows_[i] * spr_ + g];
-          if (std::isnan(ref) && std::isnan(got)) continue;
-          const double rel =
-              got == ref ? 0.0 : std::fabs(got - ref) / std::fabs(ref);
-          if (!(rel <= worst)) worst = rel;
-        }
-      }
-      if (!(worst <= scale_tol)) {
-        c.ok = false;
-        c.detail =
-            "an int8 scale is off by " + std::to_string(worst) + " relative";
+    double worst = 0.0;  // int8 scales: the largest relative error
+    for (size_t i = 0; i < rows_.size() * spr_; ++i) {
+      const double ref = static_cast<const float*>(scale_.get())[i];
+      const double got = d_.y_scale[rows_[i / spr_] * spr_ + i % spr_];
+      if (std::isnan(ref) && std::isnan(got)) continue;
+      const double rel =
+          got == ref ? 0.0 : std::fabs(got - ref) / std::fabs(ref);
+      if (!(rel <= worst)) worst = rel;
+    }
+    if (!(worst <= scale_tol)) {
+      c.ok = false;
+      c.detail =
+          "an int8 scale is off by " + std::to_string(worst) + " relative";
+    }
+    size_t bad = 0;  // sum_out elements off the reference
+    const size_t ss = d_.sum_out_stride ? d_.sum_out_stride : d_.cols;
+    for (size_t i = 0; d_.sum_out && i < rows_.size(); ++i) {
+      for (size_t k = 0; k < d_.cols; ++k) {
+        bad += !simdnorm_tools::same_element(d_.x_type, sum_.get(),
+                                             i * d_.cols + k, d_.sum_out,
+                                             rows_[i] * ss + k);
       }
     }
-    if (d_.sum_out) {
-      const size_t xsz = simdnorm_peers::dtype_size(d_.x_type);
-      const size_t ss = d_.sum_out_stride ? d_.sum_out_stride : d_.cols;
-      size_t bad = 0;
-      for (size_t i = 0; i < rows_.size(); ++i) {
-        for (size_t k = 0; k < d_.cols; ++k) {
-          const float a = LoadAsFloat(sum_.get(), d_.x_type, i * d_.cols + k);
-          const float b = LoadAsFloat(d_.sum_out, d_.x_type, rows_[i] * ss + k);
-          const bool same = std::memcmp(static_cast<const char*>(sum_.get()) +
-                                            (i * d_.cols + k) * xsz,
-                                        static_cast<const char*>(d_.sum_out) +
-                                            (rows_[i] * ss + k) * xsz,
-                                        xsz) == 0;
-          if (!same && !(std::isnan(a) && std::isnan(b))) ++bad;
-        }
-      }
-      if (bad) {
-        c.ok = false;
-        c.detail += (c.detail.empty() ? "" : "; ") +
-                    std::string("sum_out differs from the reference at ") +
-                    std::to_string(bad) + " elements";
-      }
+    if (bad) {
+      c.ok = false;
+      c.detail += (c.detail.empty() ? "" : "; ") +
+                  std::string("sum_out differs from the reference at ") +
+                  std::to_string(bad) + " elements";
     }
     return c;
   }
@@ -239,17 +194,18 @@ void Tolerances(const simdnorm_desc& d, double* tol, double* scale_tol) {
 
 }  // namespace
 
-ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
-                           const Progress& progress) {
-  ProblemShape shape;
+ConfigResult MeasureConfig(
+    const Config& c, const Options& s,
+    const std::function<void(const std::string&)>& progress) {
+  simdnorm_peers::ProblemShape shape;
   shape.kind = c.kind;
   shape.rows = c.rows;
   shape.cols = c.cols;
   shape.x_type = c.dtypes.x;
   shape.y_type = c.dtypes.y;
-  shape.param_type = c.dtypes.param;
+  shape.param_type = c.dtypes.w;
   shape.gamma = true;
-  shape.beta = c.kind == SIMDNORM_LAYERNORM;  // RMSNorm: gamma only
+  shape.beta = simdnorm_tools::kind_info(c.kind).beta;
   shape.max_threads = c.threads;
   shape.residual = c.variant.fused_add;
   shape.quant_group = c.variant.quant_group;
@@ -257,95 +213,76 @@ ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
   shape.flags = c.variant.hf_round ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u;
   shape.x_offset = c.offset.x;
   shape.y_offset = c.offset.y;
-  Problem p(shape);
+  simdnorm_peers::Problem p(shape);
   const simdnorm_desc d = p.desc();
   const size_t elems = d.rows * d.cols;
-  const size_t ybytes = elems * simdnorm_peers::dtype_size(d.y_type);
-  const size_t sbytes = elems * simdnorm_peers::dtype_size(d.x_type);
-  const size_t scale_bytes = d.rows * simdnorm_peers::scales_per_row(d) * 4;
   // NaN (0xFF bytes) in every output: unwritten outputs show.
   auto poison = [&]() {
-    std::memset(d.y, 0xFF, ybytes);
-    if (d.sum_out) std::memset(d.sum_out, 0xFF, sbytes);
-    if (d.y_scale) std::memset(d.y_scale, 0xFF, scale_bytes);
+    std::memset(d.y, 0xFF, elems * dtype_size(d.y_type));
+    if (d.sum_out) std::memset(d.sum_out, 0xFF, elems * dtype_size(d.x_type));
+    if (d.y_scale) {
+      std::memset(d.y_scale, 0xFF,
+                  d.rows * simdnorm_peers::scales_per_row(d) * 4);
+    }
   };
 
   ConfigResult out;
   out.config = c;
   out.moved_bytes = simdnorm_peers::moved_bytes(d);
-
   std::vector<Runner> runners;
-  for (const std::string& isa : s.isas) {
-    Runner r;
-    r.result.name = isa;
-    r.result.type = ImplType::kSimdnorm;
+  auto add = [&](const std::string& name, ImplType type,
+                 std::function<void(size_t)> run) -> ImplResult& {
+    Runner& r = runners.emplace_back();
+    r.result.name = name;
+    r.result.type = type;
     r.result.bytes = out.moved_bytes;
-    r.run = [d, isa](size_t calls) {
+    r.run = std::move(run);
+    return r.result;
+  };
+  for (const std::string& isa : s.isas) {
+    add(isa, ImplType::kSimdnorm, [d, isa](size_t calls) {
       simdnorm_set_isa(isa.c_str());
       for (size_t i = 0; i < calls; ++i) simdnorm_normalize(&d);
-    };
-    runners.push_back(std::move(r));
+    });
   }
   std::shared_ptr<simdnorm_peers::OneDnnLayerNorm> onednn;
   if (s.peers) {
-    Runner m;
-    m.result.name = "memcpy";
-    m.result.type = ImplType::kMemcpy;
-    m.result.bytes = out.moved_bytes;
     void* src = p.x();
     void* dst = p.y();
-    m.run = [d, src, dst](size_t calls) {
+    add("memcpy", ImplType::kMemcpy, [d, src, dst](size_t calls) {
       for (size_t i = 0; i < calls; ++i)
         simdnorm_peers::copy_bytes(d, src, dst);
-    };
-    runners.push_back(std::move(m));
-
+    });
     // The hand-written loop and oneDNN compute the plain call only.
     if (c.variant.plain()) {
-      Runner l;
-      l.result.name = "loop";
-      l.result.type = ImplType::kLoop;
-      l.result.bytes = out.moved_bytes;
-      l.run = [d](size_t calls) {
+      add("loop", ImplType::kLoop, [d](size_t calls) {
         for (size_t i = 0; i < calls; ++i) simdnorm_peers::naive_normalize(d);
-      };
-      runners.push_back(std::move(l));
+      });
     }
-
-    if (c.kind == SIMDNORM_LAYERNORM && c.variant.plain() &&
+    if (simdnorm_tools::kind_info(c.kind).onednn && c.variant.plain() &&
         simdnorm_peers::onednn_built()) {
-      Runner o;
-      o.result.name = "oneDNN";
-      o.result.type = ImplType::kOneDnn;
-      o.result.bytes = out.moved_bytes;
       std::string why;
       onednn.reset(simdnorm_peers::OneDnnLayerNorm::Create(d, &why).release());
+      ImplResult& r = add("oneDNN", ImplType::kOneDnn, nullptr);
       if (!onednn) {
-        o.result.error = why;
+        r.error = why;
       } else {
         if (c.threads == 1 && !simdnorm_peers::onednn_can_limit_threads()) {
-          o.result.note = "oneDNN could not be limited to 1 thread";
+          r.note = "oneDNN could not be limited to 1 thread";
         }
-        o.run = [onednn](size_t calls) { onednn->Run(calls); };
+        runners.back().run = [onednn](size_t calls) { onednn->Run(calls); };
       }
-      runners.push_back(std::move(o));
     }
-
     // The fused variants against the same work in separate passes.
     if ((c.variant.fused_add || c.variant.int8) && !s.isas.empty()) {
-      Runner u;
-      u.result.name = "unfused";
-      u.result.type = ImplType::kUnfused;
-      u.result.bytes = simdnorm_peers::unfused_moved_bytes(d);
       float* scratch = p.scratch();
       const std::string isa = s.isas.front();
-      u.run = [d, scratch, isa](size_t calls) {
+      add("unfused", ImplType::kUnfused, [d, scratch, isa](size_t calls) {
         simdnorm_set_isa(isa.c_str());
         for (size_t i = 0; i < calls; ++i) {
           simdnorm_peers::unfused_normalize(d, scratch);
         }
-      };
-      runners.push_back(std::move(u));
+      }).bytes = simdnorm_peers::unfused_moved_bytes(d);
     }
   }
 
@@ -363,43 +300,35 @@ ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
   Tolerances(d, &tol, &scale_tol);
   std::vector<Runner> kept;
   for (Runner& r : runners) {
-    if (!r.result.error.empty()) {
-      kept.push_back(std::move(r));
-      continue;
-    }
-    poison();
-    if (r.result.type == ImplType::kSimdnorm) {
-      if (simdnorm_set_isa(r.result.name.c_str()) != SIMDNORM_OK) {
-        r.result.error = "simdnorm_set_isa(\"" + r.result.name + "\") failed";
-        kept.push_back(std::move(r));
-        continue;
-      }
-      const simdnorm_status st = simdnorm_normalize(&d);
-      if (st != SIMDNORM_OK) {
-        r.result.error = simdnorm_status_string(st);
-        kept.push_back(std::move(r));
-        continue;
-      }
-    } else if (r.result.type == ImplType::kLoop) {
-      // The loop takes what it takes (f32 and bf16): skip the others.
-      if (!simdnorm_peers::naive_normalize(d)) continue;
-    } else if (r.result.type == ImplType::kUnfused) {
+    ImplResult& res = r.result;
+    if (res.error.empty()) {
+      poison();
       std::string why;
-      simdnorm_set_isa(s.isas.front().c_str());
-      if (!simdnorm_peers::unfused_normalize(d, p.scratch(), &why)) {
-        r.result.error = "unfused peer: " + why;
-        kept.push_back(std::move(r));
-        continue;
+      if (res.type == ImplType::kSimdnorm) {
+        if (simdnorm_set_isa(res.name.c_str()) != SIMDNORM_OK) {
+          res.error = "simdnorm_set_isa(\"" + res.name + "\") failed";
+        } else if (const simdnorm_status st = simdnorm_normalize(&d);
+                   st != SIMDNORM_OK) {
+          res.error = simdnorm_status_string(st);
+        }
+      } else if (res.type == ImplType::kLoop) {
+        // The loop takes what it takes (f32 and bf16): skip the others.
+        if (!simdnorm_peers::naive_normalize(d)) continue;
+      } else if (res.type == ImplType::kUnfused) {
+        simdnorm_set_isa(s.isas.front().c_str());
+        if (!simdnorm_peers::unfused_normalize(d, p.scratch(), &why)) {
+          res.error = "unfused peer: " + why;
+        }
+      } else {
+        r.run(1);
       }
-    } else {
-      r.run(1);
-    }
-    if (checker && r.result.type != ImplType::kMemcpy) {
-      const Check ck = checker->Compare(tol, scale_tol);
-      r.result.err_ulp = ck.err;
-      if (r.result.type == ImplType::kSimdnorm) {
-        r.result.err_ok = ck.ok;
-        r.result.err_detail = ck.detail;
+      if (res.error.empty() && checker && res.type != ImplType::kMemcpy) {
+        const Check ck = checker->Compare(tol, scale_tol);
+        res.err_ulp = ck.err;
+        if (res.type == ImplType::kSimdnorm) {
+          res.err_ok = ck.ok;
+          res.err_detail = ck.detail;
+        }
       }
     }
     kept.push_back(std::move(r));
@@ -430,8 +359,8 @@ ConfigResult MeasureConfig(const Config& c, const MeasureSettings& s,
   simdnorm_set_isa("auto");
 
   for (Runner& r : runners) {
-    if (!r.samples.empty()) {
-      std::vector<double>& v = r.samples;
+    std::vector<double>& v = r.samples;
+    if (!v.empty()) {
       std::sort(v.begin(), v.end());
       const size_t m = v.size();
       r.result.median_ns = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);

@@ -1,6 +1,4 @@
-#include "options.h"
-
-#include <strings.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -8,12 +6,12 @@
 #include <memory>
 
 #include "common/cli.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {
 
 using simdnorm_tools::AddList;
-using simdnorm_tools::ParseSize;
 
 constexpr const char* kDescription =
     "Measures simdnorm's LayerNorm and RMSNorm on this machine, every ISA,\n"
@@ -36,58 +34,38 @@ constexpr const char* kFooter =
     "faster than the peer).";
 
 bool ParseKind(const std::string& s, simdnorm_kind* k) {
-  const char* c = s.c_str();
-  if (strcasecmp(c, "layernorm") == 0 || strcasecmp(c, "ln") == 0) {
-    *k = SIMDNORM_LAYERNORM;
-  } else if (strcasecmp(c, "rmsnorm") == 0 || strcasecmp(c, "rms") == 0) {
-    *k = SIMDNORM_RMSNORM;
-  } else {
-    return false;
-  }
-  return true;
+  return simdnorm_tools::parse_kind(s, k, true);
 }
 
-bool ParseDTypes(const std::string& s, DTypes* t) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    const size_t end = s.find(':', start);
-    parts.push_back(
-        s.substr(start, end == std::string::npos ? end : end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  if (parts.empty() || parts.size() > 3) return false;
-  if (!parse_dtype(parts[0], &t->x)) return false;
-  t->y = t->x;
-  if (parts.size() >= 2 && !parse_dtype(parts[1], &t->y)) return false;
-  t->param = t->y;
-  if (parts.size() == 3 && !parse_dtype(parts[2], &t->param)) return false;
-  return true;
+// X[:Y[:W]], Y = X and W = Y when left out.
+bool ParseDtypes(const std::string& s, Dtypes* t) {
+  const std::vector<std::string> p = simdnorm_tools::split(s, ':');
+  using simdnorm_tools::parse_dtype;
+  return p.size() <= 3 && parse_dtype(p[0], &t->x) &&
+         parse_dtype(p.size() > 1 ? p[1] : p[0], &t->y) &&
+         parse_dtype(p.back(), &t->w);
 }
 
 // "X" or "X:Y", each a multiple of 4 below 64.
 bool ParseOffset(const std::string& s, Offset* o) {
+  const std::vector<std::string> p = simdnorm_tools::split(s, ':');
   auto one = [](const std::string& v, size_t* n) {
-    return ParseSize(v, n) && *n < 64 && *n % 4 == 0;
+    return simdnorm_tools::parse_size(v, n) && *n < 64 && *n % 4 == 0;
   };
-  const size_t colon = s.find(':');
-  if (!one(s.substr(0, colon), &o->x)) return false;
-  o->y = o->x;
-  return colon == std::string::npos || one(s.substr(colon + 1), &o->y);
+  return p.size() <= 2 && one(p[0], &o->x) && one(p.back(), &o->y);
 }
 
 int Fail(const std::string& msg) {
-  std::fprintf(stderr, "simdnorm-profile: %s (see --help)\n", msg.c_str());
+  fmt::print(stderr, "simdnorm-profile: {} (see --help)\n", msg);
   return 2;
 }
 
 }  // namespace
 
-std::string DTypesName(const DTypes& t) {
-  if (t.x == t.y && t.y == t.param) return dtype_name(t.x);
-  return std::string(dtype_name(t.x)) + ":" + dtype_name(t.y) + ":" +
-         dtype_name(t.param);
+std::string DtypesName(const Dtypes& t) {
+  if (t.x == t.y && t.y == t.w) return dtype_name(t.x);
+  return fmt::format("{}:{}:{}", dtype_name(t.x), dtype_name(t.y),
+                     dtype_name(t.w));
 }
 
 std::string OffsetName(const Offset& o) {
@@ -95,37 +73,33 @@ std::string OffsetName(const Offset& o) {
 }
 
 int ParseOptions(int argc, char** argv, Options* o) {
-  CLI::App app(kDescription, "simdnorm-profile");
-  app.formatter(std::make_shared<simdnorm_tools::HelpFormatter>());
-  app.footer(kFooter);
-  app.set_help_flag();
-  app.option_defaults()->disable_flag_override();  // no "--strict=0"
+  const auto app =
+      simdnorm_tools::MakeApp("simdnorm-profile", kDescription, kFooter);
   const CLI::Validator positive = simdnorm_tools::SizeIn(1, SIZE_MAX);
-  app.add_option("--cols", o->cols, "hidden sizes (default 896)")
+  app->add_option("--cols", o->cols, "hidden sizes (default 896)")
       ->delimiter(',')
       ->check(positive)
       ->type_name("N[,N...]");
-  app.add_option("--rows", o->rows, "rows per call (default 1,64,4096)")
+  app->add_option("--rows", o->rows, "rows per call (default 1,64,4096)")
       ->delimiter(',')
       ->check(positive)
       ->type_name("N[,N...]");
-  app.add_option("--isa", o->isas,
-                 "ISAs to force (default: every ISA listed by\n"
-                 "simdnorm_isa_name on this machine)")
+  app->add_option("--isa", o->isas,
+                  "ISAs to force (default: every ISA listed by\n"
+                  "simdnorm_isa_name on this machine)")
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
-  AddList(&app, "--kind", &o->kinds, ParseKind, "layernorm or rmsnorm",
-          "layernorm, rmsnorm (default both)")
+  AddList(app.get(), "--kind", &o->kinds, ParseKind,
+          simdnorm_tools::kind_names(), "layernorm, rmsnorm (default both)")
       ->type_name("K[,K]");
-  AddList(&app, "--dtype,--dtypes", &o->dtypes, ParseDTypes,
+  AddList(app.get(), "--dtype,--dtypes", &o->dtypes, ParseDtypes,
           "f32, bf16, f16 or X:Y[:P] of them",
           "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
           "parameter types, e.g. bf16:f32 (P = Y when\n"
           "left out) (default f32,bf16; --dtypes too)")
       ->type_name("T[,T...]");
-  AddList(&app, "--variant", &o->variants, parse_variant,
-          "plain, or fused-add, gemma, hf-round, int8, int8-gN joined with "
-          "'+'",
+  AddList(app.get(), "--variant", &o->variants, simdnorm_tools::parse_variant,
+          simdnorm_tools::kVariantSyntax,
           "plain, fused-add (residual in, sum_out out),\n"
           "gemma (gamma_offset 1), hf-round\n"
           "(ROUND_NORMALIZED), int8 (y int8, a scale per\n"
@@ -134,12 +108,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
           "this or --kind, --dtype, --cols, --rows drops\n"
           "the default fused-add line)")
       ->type_name("V[,V...]");
-  app.add_option("--threads", o->threads,
-                 "max_threads values; 0 = all (default 1,0)")
+  app->add_option("--threads", o->threads,
+                  "max_threads values; 0 = all (default 1,0)")
       ->delimiter(',')
       ->check(simdnorm_tools::SizeIn(0, SIZE_MAX))
       ->type_name("N[,N]");
-  AddList(&app, "--offset", &o->offsets, ParseOffset,
+  AddList(app.get(), "--offset", &o->offsets, ParseOffset,
           "X or X:Y, multiples of 4 below 64",
           "where the buffers start, in bytes past a 64-byte\n"
           "line: x (and gamma, beta, residual, sum_out) at\n"
@@ -148,12 +122,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
           "(default 0,16: aligned, and 16 bytes off as the\n"
           "rows of a std::vector are)")
       ->type_name("X[:Y][,...]");
-  app.add_option("--reps", o->reps,
-                 "timed batches per measurement (default 9);\n"
-                 "the table reports their median")
+  app->add_option("--reps", o->reps,
+                  "timed batches per measurement (default 9);\n"
+                  "the table reports their median")
       ->check(positive)
       ->type_name("N");
-  app.add_option("--batch-ms", o->batch_ms, "length of one batch (default 4)")
+  app->add_option("--batch-ms", o->batch_ms, "length of one batch (default 4)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             char* end = nullptr;
@@ -166,47 +140,43 @@ int ParseOptions(int argc, char** argv, Options* o) {
           ""))
       ->type_name("MS");
   bool no_peers = false, no_check = false;
-  app.add_flag("--no-peers", no_peers,
-               "simdnorm only (no memcpy, loop, oneDNN)");
-  app.add_flag("--no-check", no_check,
-               "skip the comparison with the float64 reference");
-  app.add_flag("--strict", o->strict,
-               "exit status 1 when a simdnorm call fails or its\n"
-               "output is off the reference (a smoke test)");
+  app->add_flag("--no-peers", no_peers,
+                "simdnorm only (no memcpy, loop, oneDNN)");
+  app->add_flag("--no-check", no_check,
+                "skip the comparison with the float64 reference");
+  app->add_flag("--strict", o->strict,
+                "exit status 1 when a simdnorm call fails or its\n"
+                "output is off the reference (a smoke test)");
   // FILE is optional: without one, stdout ("-").
   auto optional_file = [&](const char* name, std::string* path,
                            const char* help) {
-    app.add_option(name, *path, help)->expected(0, 1)->type_name("[FILE]");
+    app->add_option(name, *path, help)->expected(0, 1)->type_name("[FILE]");
   };
   optional_file("--json", &o->json,
                 "results as JSON (stdout when FILE is absent)");
   optional_file("--csv", &o->csv,
                 "results as CSV (stdout when FILE is absent)");
-  app.add_option("--svg", o->svg, "GB/s per ISA as a grouped SVG bar chart")
+  app->add_option("--svg", o->svg, "GB/s per ISA as a grouped SVG bar chart")
       ->type_name("FILE");
   optional_file("--markdown", &o->markdown,
                 "a summary table in Markdown (stdout when FILE\n"
                 "is absent)");
-  app.add_option("--update-doc", o->update_doc,
-                 "replace the summary between the markers\n"
-                 "<!-- simdnorm-profile:begin/end --> in FILE")
+  app->add_option("--update-doc", o->update_doc,
+                  "replace the summary between the markers\n"
+                  "<!-- simdnorm-profile:begin/end --> in FILE")
       ->type_name("FILE");
-  app.set_help_flag("-h,--help", "this text");
+  app->set_help_flag("-h,--help", "this text");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::fputs(app.help().c_str(), stdout);
-    return -1;
-  } catch (const CLI::ParseError& e) {
-    return Fail(e.what());
+  std::string error;
+  if (const int status = simdnorm_tools::Parse(app.get(), argc, argv, &error)) {
+    return status < 0 ? status : Fail(error);
   }
-  if (app.count("--json") && o->json.empty()) o->json = "-";
-  if (app.count("--csv") && o->csv.empty()) o->csv = "-";
-  if (app.count("--markdown") && o->markdown.empty()) o->markdown = "-";
+  if (app->count("--json") && o->json.empty()) o->json = "-";
+  if (app->count("--csv") && o->csv.empty()) o->csv = "-";
+  if (app->count("--markdown") && o->markdown.empty()) o->markdown = "-";
   for (const char* name :
        {"--cols", "--rows", "--kind", "--dtype", "--variant"}) {
-    if (app.count(name)) o->fused_line = false;
+    if (app->count(name)) o->fused_line = false;
   }
   o->peers = !no_peers;
   o->check = !no_check;
@@ -220,10 +190,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
   if (to_stdout > 1) {
     return Fail("only one of --json, --csv, --markdown can write to stdout");
   }
-  if (o->svg == "-" || (app.count("--svg") && o->svg.empty())) {
+  if (o->svg == "-" || (app->count("--svg") && o->svg.empty())) {
     return Fail("--svg needs a FILE");
   }
-  if (app.count("--update-doc") && o->update_doc.empty()) {
+  if (app->count("--update-doc") && o->update_doc.empty()) {
     return Fail("--update-doc needs a FILE");
   }
   // Machine-readable output on stdout replaces the table there.

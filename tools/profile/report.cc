@@ -1,5 +1,3 @@
-#include "report.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,11 +6,24 @@
 #include <sstream>
 #include <string>
 
-#include "common/json.h"
-#include "common/text.h"
+#include "common/output.h"
+#include "profile.h"
 
 namespace simdnorm_profile {
 namespace {
+
+using simdnorm_tools::Json;
+
+constexpr const char* kDefinitions =
+    R"(GB/s = (x bytes read + y bytes written) / time, once per row (gamma, beta not counted); of memcpy = memcpy time / time;
+vs loop, vs oneDNN = peer time / time (above 1: faster); err = max |y - float64 reference| in ulps of y's type
+variants: fused add also counts residual read + sum_out written, int8 the scales; unfused = add loop, simdnorm on the first ISA,
+quantize loop, counted with its own bytes; vs unfused = its time / time; int8 err = max |q - reference q|
+offset = bytes past a 64-byte line where x (and gamma, beta, residual, sum_out) and y start, x:y when they differ
+)";
+
+constexpr const char* kDocBegin = "<!-- simdnorm-profile:begin -->";
+constexpr const char* kDocEnd = "<!-- simdnorm-profile:end -->";
 
 // One printed line: an implementation on a configuration, with its ratios.
 struct Row {
@@ -26,34 +37,29 @@ struct Row {
   double vs_unfused = NAN;  // unfused peer's time / this time
 };
 
-double PeerNs(const ConfigResult& c, ImplType t) {
-  for (const ImplResult& r : c.impls) {
-    if (r.type == t && r.error.empty() && r.median_ns > 0) return r.median_ns;
-  }
-  return NAN;
-}
-
 std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
   std::vector<Row> rows;
   for (const ConfigResult& c : results) {
-    const double mem = PeerNs(c, ImplType::kMemcpy);
-    const double loop = PeerNs(c, ImplType::kLoop);
-    const double dnn = PeerNs(c, ImplType::kOneDnn);
-    const double unf = PeerNs(c, ImplType::kUnfused);
-    for (const ImplResult& r : c.impls) {
-      Row row;
-      row.c = &c;
-      row.r = &r;
-      if (r.error.empty() && r.median_ns > 0) {
-        const double t = r.median_ns;
-        row.ns_row = t / static_cast<double>(c.config.rows);
-        row.gbps = static_cast<double>(r.bytes ? r.bytes : c.moved_bytes) / t;
-        row.of_memcpy = mem / t;
-        row.vs_loop = loop / t;
-        row.vs_onednn = dnn / t;
-        row.vs_unfused = unf / t;
+    auto peer_ns = [&](ImplType t) {
+      for (const ImplResult& r : c.impls) {
+        if (r.type == t && r.error.empty() && r.median_ns > 0) {
+          return r.median_ns;
+        }
       }
-      rows.push_back(row);
+      return double{NAN};
+    };
+    for (const ImplResult& r : c.impls) {
+      rows.push_back({&c, &r});
+      if (!r.error.empty() || !(r.median_ns > 0)) continue;
+      const double t = r.median_ns;
+      rows.back() = {&c,
+                     &r,
+                     t / static_cast<double>(c.config.rows),
+                     static_cast<double>(r.bytes ? r.bytes : c.moved_bytes) / t,
+                     peer_ns(ImplType::kMemcpy) / t,
+                     peer_ns(ImplType::kLoop) / t,
+                     peer_ns(ImplType::kOneDnn) / t,
+                     peer_ns(ImplType::kUnfused) / t};
     }
   }
   return rows;
@@ -76,53 +82,30 @@ std::string Sig3(double v) {
   return Fixed(v, a >= 100 ? 0 : (a >= 10 ? 1 : (a >= 1 ? 2 : 3)));
 }
 
-using simdnorm_tools::CsvField;
-using simdnorm_tools::Json;
-
-Json JsonNumber(double v) { return simdnorm_tools::JsonNumber(v, 6); }
-
-Json JsonStringOrNull(const std::string& s) {
+Json Number(double v) { return simdnorm_tools::JsonNumber(v, 6); }
+Json StringOrNull(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
 
 const char* TypeName(ImplType t) {
-  switch (t) {
-    case ImplType::kSimdnorm:
-      return "simdnorm";
-    case ImplType::kMemcpy:
-      return "memcpy";
-    case ImplType::kLoop:
-      return "loop";
-    case ImplType::kOneDnn:
-      return "onednn";
-    case ImplType::kUnfused:
-      return "unfused";
-  }
-  return "?";
+  static const char* const kNames[] = {"simdnorm", "memcpy", "loop", "onednn",
+                                       "unfused"};
+  return kNames[static_cast<int>(t)];
 }
 
-bool AnyVariant(const std::vector<ConfigResult>& results) {
-  for (const ConfigResult& c : results) {
-    if (!c.config.variant.plain()) return true;
-  }
-  return false;
-}
-
-bool AnyUnfused(const std::vector<ConfigResult>& results) {
-  for (const ConfigResult& c : results) {
-    for (const ImplResult& r : c.impls) {
-      if (r.type == ImplType::kUnfused) return true;
+// The optional columns: shown when a configuration needs them.
+struct Shown {
+  bool variants = false, unfused = false, offsets = false;
+  explicit Shown(const std::vector<ConfigResult>& results) {
+    for (const ConfigResult& c : results) {
+      variants = variants || !c.config.variant.plain();
+      offsets = offsets || !c.config.offset.zero();
+      for (const ImplResult& r : c.impls) {
+        unfused = unfused || r.type == ImplType::kUnfused;
+      }
     }
   }
-  return false;
-}
-
-bool AnyOffset(const std::vector<ConfigResult>& results) {
-  for (const ConfigResult& c : results) {
-    if (!c.config.offset.zero()) return true;
-  }
-  return false;
-}
+};
 
 // "rmsnorm", or "rmsnorm fused-add" for a variant.
 std::string KindVariant(const Config& c) {
@@ -131,12 +114,53 @@ std::string KindVariant(const Config& c) {
   return k;
 }
 
+// The rows of the JSON report, whose keys (but err_ok, note and
+// err_detail) are the CSV's columns.
+Json ResultsJson(const std::vector<ConfigResult>& results) {
+  Json rows = Json::array();
+  for (const Row& row : Rows(results)) {
+    const Config& c = row.c->config;
+    const ImplResult& r = *row.r;
+    const bool ok = r.error.empty();
+    rows.push_back({
+        {"kind", kind_name(c.kind)},
+        {"x_type", dtype_name(c.dtypes.x)},
+        {"y_type", dtype_name(c.dtypes.y)},
+        {"param_type", dtype_name(c.dtypes.w)},
+        {"cols", c.cols},
+        {"rows", c.rows},
+        {"threads", c.threads},
+        {"impl", r.name},
+        {"impl_type", TypeName(r.type)},
+        {"bytes_per_call", row.c->moved_bytes},
+        {"ns_per_call_median", Number(ok ? r.median_ns : NAN)},
+        {"ns_per_call_min", Number(ok ? r.min_ns : NAN)},
+        {"ns_per_row", Number(row.ns_row)},
+        {"gbps", Number(row.gbps)},
+        {"of_memcpy", Number(row.of_memcpy)},
+        {"vs_loop", Number(row.vs_loop)},
+        {"vs_onednn", Number(row.vs_onednn)},
+        {"err_ulp", Number(r.err_ulp < 0 ? NAN : r.err_ulp)},
+        {"err_ok", r.err_ok},
+        {"error", StringOrNull(r.error)},
+        {"note", StringOrNull(r.note)},
+        {"variant", c.variant.name()},
+        {"impl_bytes_per_call", r.bytes ? r.bytes : row.c->moved_bytes},
+        {"vs_unfused", Number(row.vs_unfused)},
+        {"err_detail", StringOrNull(r.err_detail)},
+        {"x_offset", c.offset.x},
+        {"y_offset", c.offset.y},
+    });
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string ConfigName(const Config& c) {
-  return KindVariant(c) + " " + DTypesName(c.dtypes) + " " +
-         std::to_string(c.cols) + "x" + std::to_string(c.rows) + " threads " +
-         ThreadsName(c.threads) + " offset " + OffsetName(c.offset);
+  return fmt::format("{} {} {}x{} threads {} offset {}", KindVariant(c),
+                     DtypesName(c.dtypes), c.cols, c.rows,
+                     ThreadsName(c.threads), OffsetName(c.offset));
 }
 
 void WriteHeader(std::FILE* f, const Meta& m) {
@@ -156,75 +180,81 @@ void WriteHeader(std::FILE* f, const Meta& m) {
                "processes compete for the CPUs, the timings are noisy\n",
                m.machine.load1);
   }
-  fmt::print(f, "ISAs:     {}\n", fmt::join(m.isas, " "));
+  fmt::print(f, "ISAs:     {}\n", fmt::join(m.options.isas, " "));
   fmt::print(f, "peers:    memcpy, loop (hand-written, {}), {}\n", m.loop_flags,
              m.onednn);
   fmt::print(f,
              "timing:   median of {} interleaved batches of ~{:.3g} ms per "
-             "implementation; same buffers for all\n",
-             m.reps, m.batch_ms);
-  fmt::print(f,
-             "GB/s = (x bytes read + y bytes written) / time, once per row "
-             "(gamma, beta not counted); of memcpy = memcpy time / time;\n"
-             "vs loop, vs oneDNN = peer time / time (above 1: faster); "
-             "err = max |y - float64 reference| in ulps of y's type\n"
-             "variants: fused add also counts residual read + sum_out "
-             "written, int8 the scales; unfused = add loop, simdnorm on the "
-             "first ISA,\nquantize loop, counted with its own bytes; vs "
-             "unfused = its time / time; int8 err = max |q - reference q|\n"
-             "offset = bytes past a 64-byte line where x (and gamma, beta, "
-             "residual, sum_out) and y start, x:y when they differ\n");
+             "implementation; same buffers for all\n{}",
+             m.options.reps, m.options.batch_ms, kDefinitions);
 }
 
 void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
-  const bool variants = AnyVariant(results);
-  const bool unfused = AnyUnfused(results);
-  const bool offsets = AnyOffset(results);
+  const Shown shown(results);
   // The variant joins the kind column when some configuration has one.
-  size_t kind_w = variants ? 12 : 9;
+  int kind_w = shown.variants ? 12 : 9;
   for (const ConfigResult& c : results) {
-    kind_w = std::max(kind_w, KindVariant(c.config).size());
+    kind_w = std::max<int>(kind_w, KindVariant(c.config).size());
   }
-  fmt::print(f, "{:<{}}  {:<13} {:>5} {:>5} {:>7}",
-             variants ? "kind variant" : "kind", kind_w, "dtype", "cols",
-             "rows", "threads");
-  if (offsets) fmt::print(f, " {:>6}", "offset");
-  fmt::print(f, "  {:<7} {:>9} {:>8} {:>9} {:>8} {:>9}", "impl", "ns/row",
-             "GB/s", "of memcpy", "vs loop", "vs oneDNN");
-  if (unfused) fmt::print(f, " {:>10}", "vs unfused");
-  fmt::print(f, " {:>7}\n", "err");
+  // Per column: the text before it, its width (negative: left-aligned) and
+  // whether it is shown.
+  const std::tuple<const char*, int, bool> columns[] = {
+      {"", -kind_w, true},      {"  ", -13, true}, {" ", 5, true},
+      {" ", 5, true},           {" ", 7, true},    {" ", 6, shown.offsets},
+      {"  ", -7, true},         {" ", 9, true},    {" ", 8, true},
+      {" ", 9, true},           {" ", 8, true},    {" ", 9, true},
+      {" ", 10, shown.unfused}, {" ", 7, true}};
+  auto print = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const auto& [before, width, show] = columns[i];
+      if (!show) continue;
+      if (width < 0) {
+        fmt::print(f, "{}{:<{}}", before, cells[i], -width);
+      } else {
+        fmt::print(f, "{}{:>{}}", before, cells[i], width);
+      }
+    }
+  };
+  print({shown.variants ? "kind variant" : "kind", "dtype", "cols", "rows",
+         "threads", "offset", "impl", "ns/row", "GB/s", "of memcpy", "vs loop",
+         "vs oneDNN", "vs unfused", "err"});
+  fmt::print(f, "\n");
   const ConfigResult* prev = nullptr;
   std::vector<std::string> notes;
   for (const Row& row : Rows(results)) {
-    if (prev && prev != row.c) std::fputc('\n', f);
+    if (prev && prev != row.c) fmt::print(f, "\n");
     prev = row.c;
     const Config& c = row.c->config;
     const ImplResult& r = *row.r;
-    fmt::print(f, "{:<{}}  {:<13} {:>5} {:>5} {:>7}", KindVariant(c), kind_w,
-               DTypesName(c.dtypes), c.cols, c.rows, ThreadsName(c.threads));
-    if (offsets) fmt::print(f, " {:>6}", OffsetName(c.offset));
-    fmt::print(f, "  {:<7} ", r.name);
+    std::vector<std::string> cells = {KindVariant(c),
+                                      DtypesName(c.dtypes),
+                                      std::to_string(c.cols),
+                                      std::to_string(c.rows),
+                                      ThreadsName(c.threads),
+                                      OffsetName(c.offset),
+                                      r.name};
     if (!r.error.empty()) {
-      fmt::print(f, "not measured: {}\n", r.error);
+      print(cells);
+      fmt::print(f, " not measured: {}\n", r.error);
       continue;
     }
-    std::string err = r.err_ulp < 0 ? "-" : Sig3(r.err_ulp);
-    if (!r.err_ok) err += "!";
-    fmt::print(f, "{:>9} {:>8} {:>9} {:>8} {:>9}", Sig3(row.ns_row),
-               Sig3(row.gbps), Fixed(row.of_memcpy, 2),
-               Fixed(row.vs_loop, 2, "x"), Fixed(row.vs_onednn, 2, "x"));
-    if (unfused) fmt::print(f, " {:>10}", Fixed(row.vs_unfused, 2, "x"));
-    fmt::print(f, " {:>7}\n", err);
+    cells.insert(
+        cells.end(),
+        {Sig3(row.ns_row), Sig3(row.gbps), Fixed(row.of_memcpy, 2),
+         Fixed(row.vs_loop, 2, "x"), Fixed(row.vs_onednn, 2, "x"),
+         Fixed(row.vs_unfused, 2, "x"),
+         (r.err_ulp < 0 ? "-" : Sig3(r.err_ulp)) + (r.err_ok ? "" : "!")});
+    print(cells);
+    fmt::print(f, "\n");
     if (!r.note.empty() &&
         std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
       notes.push_back(r.note);
     }
     if (!r.err_ok) {
-      notes.push_back(ConfigName(c) + " " + r.name +
-                      ": output differs from the reference by " +
-                      Sig3(r.err_ulp) +
-                      (c.dtypes.y == SIMDNORM_I8 ? " q" : " ulp") +
-                      (r.err_detail.empty() ? "" : "; " + r.err_detail));
+      notes.push_back(fmt::format(
+          "{} {}: output differs from the reference by {}{}{}", ConfigName(c),
+          r.name, Sig3(r.err_ulp), c.dtypes.y == SIMDNORM_I8 ? " q" : " ulp",
+          r.err_detail.empty() ? "" : "; " + r.err_detail));
     }
   }
   for (const std::string& n : notes) fmt::print(f, "note: {}\n", n);
@@ -233,7 +263,7 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
 void WriteJson(std::FILE* f, const Meta& m,
                const std::vector<ConfigResult>& results) {
   const Machine& mc = m.machine;
-  Json j = {
+  const Json j = {
       {"tool", "simdnorm-profile"},
       {"version", m.version},
       {"machine",
@@ -242,85 +272,47 @@ void WriteJson(std::FILE* f, const Meta& m,
         {"logical_cpus", mc.logical_cpus},
         {"caches", mc.caches},
         {"compiler", mc.compiler},
-        {"load1_at_start", JsonNumber(mc.load1 >= 0 ? mc.load1 : NAN)},
-        {"emulated", JsonStringOrNull(mc.emulated)}}},
-      {"isas", m.isas},
+        {"load1_at_start", Number(mc.load1 >= 0 ? mc.load1 : NAN)},
+        {"emulated", StringOrNull(mc.emulated)}}},
+      {"isas", m.options.isas},
       {"onednn", m.onednn},
-      {"reps", m.reps},
-      {"batch_ms", JsonNumber(m.batch_ms)},
-      {"wall_s", JsonNumber(m.wall_s)},
+      {"reps", m.options.reps},
+      {"batch_ms", Number(m.options.batch_ms)},
+      {"wall_s", Number(m.wall_s)},
       {"bytes_counted", "x read + y written, once per row"},
       {"bytes_counted_variants",
        "plus residual read and sum_out written (fused add) and the int8 "
        "scales; impl_bytes_per_call: what the implementation itself moves "
        "(the unfused peer more)"},
-      {"results", Json::array()}};
-  for (const Row& row : Rows(results)) {
-    const Config& c = row.c->config;
-    const ImplResult& r = *row.r;
-    const bool ok = r.error.empty();
-    j["results"].push_back({
-        {"kind", kind_name(c.kind)},
-        {"x_type", dtype_name(c.dtypes.x)},
-        {"y_type", dtype_name(c.dtypes.y)},
-        {"param_type", dtype_name(c.dtypes.param)},
-        {"cols", c.cols},
-        {"rows", c.rows},
-        {"threads", c.threads},
-        {"impl", r.name},
-        {"impl_type", TypeName(r.type)},
-        {"bytes_per_call", row.c->moved_bytes},
-        {"ns_per_call_median", JsonNumber(ok ? r.median_ns : NAN)},
-        {"ns_per_call_min", JsonNumber(ok ? r.min_ns : NAN)},
-        {"ns_per_row", JsonNumber(row.ns_row)},
-        {"gbps", JsonNumber(row.gbps)},
-        {"of_memcpy", JsonNumber(row.of_memcpy)},
-        {"vs_loop", JsonNumber(row.vs_loop)},
-        {"vs_onednn", JsonNumber(row.vs_onednn)},
-        {"err_ulp", JsonNumber(r.err_ulp < 0 ? NAN : r.err_ulp)},
-        {"err_ok", r.err_ok},
-        {"error", JsonStringOrNull(r.error)},
-        {"note", JsonStringOrNull(r.note)},
-        {"variant", c.variant.name()},
-        {"impl_bytes_per_call", r.bytes ? r.bytes : row.c->moved_bytes},
-        {"vs_unfused", JsonNumber(row.vs_unfused)},
-        {"err_detail", JsonStringOrNull(r.err_detail)},
-        {"x_offset", c.offset.x},
-        {"y_offset", c.offset.y},
-    });
-  }
-  std::fputs(simdnorm_tools::JsonDump(j).c_str(), f);
+      {"results", ResultsJson(results)}};
+  fmt::print(f, "{}", simdnorm_tools::JsonDump(j));
 }
 
 void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
-  fmt::print(f,
-             "kind,x_type,y_type,param_type,cols,rows,threads,impl,"
-             "impl_type,bytes_per_call,ns_per_call_median,ns_per_call_min,"
-             "ns_per_row,gbps,of_memcpy,vs_loop,vs_onednn,err_ulp,error,"
-             "variant,impl_bytes_per_call,vs_unfused,x_offset,y_offset\n");
-  auto num = [](double v) {
-    return std::isfinite(v) ? fmt::format("{:.6g}", v) : std::string();
-  };
-  for (const Row& row : Rows(results)) {
-    const Config& c = row.c->config;
-    const ImplResult& r = *row.r;
-    const bool ok = r.error.empty();
-    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},", kind_name(c.kind),
-               dtype_name(c.dtypes.x), dtype_name(c.dtypes.y),
-               dtype_name(c.dtypes.param), c.cols, c.rows, c.threads,
-               CsvField(r.name), TypeName(r.type), row.c->moved_bytes);
-    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-               num(ok ? r.median_ns : NAN), num(ok ? r.min_ns : NAN),
-               num(row.ns_row), num(row.gbps), num(row.of_memcpy),
-               num(row.vs_loop), num(row.vs_onednn),
-               num(r.err_ulp < 0 ? NAN : r.err_ulp), CsvField(r.error),
-               c.variant.name(), r.bytes ? r.bytes : row.c->moved_bytes,
-               num(row.vs_unfused), c.offset.x, c.offset.y);
+  const Json rows = ResultsJson(results);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : rows.front().items()) {
+    if (key != "err_ok" && key != "note" && key != "err_detail")
+      keys.push_back(key);
+  }
+  fmt::print(f, "{}\n", fmt::join(keys, ","));
+  for (const Json& row : rows) {
+    std::vector<std::string> cells;
+    for (const std::string& k : keys) {
+      const Json& v = row[k];
+      cells.push_back(
+          v.is_null()           ? ""
+          : v.is_string()       ? simdnorm_tools::CsvField(v.get<std::string>())
+          : v.is_number_float() ? fmt::format("{:.6g}", v.get<double>())
+                                : v.dump());
+    }
+    fmt::print(f, "{}\n", fmt::join(cells, ","));
   }
 }
 
 void WriteSvg(std::FILE* f, const Meta& m,
               const std::vector<ConfigResult>& results) {
+  using simdnorm_tools::XmlEscape;
   // Series: every implementation name, in order of first appearance; each
   // keeps its slot in every group so colors and positions line up.
   std::vector<std::string> series;
@@ -352,52 +344,49 @@ void WriteSvg(std::FILE* f, const Meta& m,
       left + right +
       static_cast<double>(results.size()) * (group_w + group_gap);
   const double height = top + plot_h + label_h + legend_h + 16;
-  const char* colors[] = {"#1f77b4", "#2ca02c", "#17becf", "#9467bd",
-                          "#8c564b", "#bcbd22", "#e377c2", "#393b79"};
   auto color = [&](const std::string& name) -> std::string {
+    static const char* const kColors[] = {"#1f77b4", "#2ca02c", "#17becf",
+                                          "#9467bd", "#8c564b", "#bcbd22",
+                                          "#e377c2", "#393b79"};
     if (name == "memcpy") return "#7f7f7f";
     if (name == "loop") return "#ff7f0e";
     if (name == "oneDNN") return "#d62728";
-    size_t k = 0;
+    size_t k = 0;  // the how-manieth ISA
     for (const std::string& s : series) {
       if (s == name) break;
-      if (s != "memcpy" && s != "loop" && s != "oneDNN") ++k;
+      k += s != "memcpy" && s != "loop" && s != "oneDNN";
     }
-    return colors[k % (sizeof(colors) / sizeof(colors[0]))];
+    return kColors[k % 8];
   };
 
-  std::fprintf(f,
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-               "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-               "font-family=\"sans-serif\" font-size=\"11\">\n",
-               width, height, width, height);
-  std::fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-  std::fprintf(f,
-               "<text x=\"%.0f\" y=\"22\" font-size=\"15\" "
-               "font-weight=\"bold\">simdnorm: GB/s per implementation "
-               "(x read + y written, + residual, sum_out, scales)</text>\n",
-               left);
-  std::string sub = m.machine.cpu + ", " + m.machine.compiler;
-  if (!m.machine.emulated.empty())
-    sub += " - EMULATED: not performance figures";
-  std::fprintf(f, "<text x=\"%.0f\" y=\"40\" fill=\"#444\">%s</text>\n", left,
-               simdnorm_tools::XmlEscape(sub).c_str());
+  fmt::print(
+      f,
+      R"(<svg xmlns="http://www.w3.org/2000/svg" width="{0:.0f}" height="{1:.0f}" viewBox="0 0 {0:.0f} {1:.0f}" font-family="sans-serif" font-size="11">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{2:.0f}" y="22" font-size="15" font-weight="bold">simdnorm: GB/s per implementation (x read + y written, + residual, sum_out, scales)</text>
+<text x="{2:.0f}" y="40" fill="#444">{3}</text>
+)",
+      width, height, left,
+      XmlEscape(m.machine.cpu + ", " + m.machine.compiler +
+                (m.machine.emulated.empty()
+                     ? ""
+                     : " - EMULATED: not performance figures")));
   // Axis and grid.
   for (int i = 0; i <= ticks; ++i) {
     const double v = step * i;
     const double y = top + plot_h - plot_h * v / y_max;
-    std::fprintf(f,
-                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                 "stroke=\"%s\"/>\n",
-                 left, y, width - right, y, i == 0 ? "#000" : "#ddd");
-    std::fprintf(f,
-                 "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                 left - 6, y + 4, Sig3(v).c_str());
+    simdnorm_tools::PrintLine(
+        f,
+        R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="{}"/>)"
+        "\n"
+        R"(<text x="{:.1f}" y="{:.1f}" text-anchor="end">{}</text>)",
+        left, y, width - right, y, i == 0 ? "#000" : "#ddd", left - 6, y + 4,
+        Sig3(v));
   }
-  std::fprintf(f,
-               "<text transform=\"translate(16,%.1f) rotate(-90)\" "
-               "text-anchor=\"middle\">GB/s</text>\n",
-               top + plot_h / 2);
+  simdnorm_tools::PrintLine(
+      f,
+      R"svg(<text transform="translate(16,{:.1f}) rotate(-90)" text-anchor="middle">GB/s</text>)svg",
+      top + plot_h / 2);
   // Groups.
   for (size_t g = 0; g < results.size(); ++g) {
     const ConfigResult& c = results[g];
@@ -409,43 +398,39 @@ void WriteSvg(std::FILE* f, const Meta& m,
           std::find(series.begin(), series.end(), row.r->name) -
           series.begin());
       const double h = plot_h * row.gbps / y_max;
-      std::fprintf(f,
-                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                   "height=\"%.1f\" fill=\"%s\"><title>%s: %s GB/s, %s "
-                   "ns/row</title></rect>\n",
-                   x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1,
-                   h, color(row.r->name).c_str(),
-                   simdnorm_tools::XmlEscape(row.r->name).c_str(),
-                   Sig3(row.gbps).c_str(), Sig3(row.ns_row).c_str());
+      simdnorm_tools::PrintLine(
+          f,
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {} GB/s, {} ns/row</title></rect>)",
+          x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1, h,
+          color(row.r->name), XmlEscape(row.r->name), Sig3(row.gbps),
+          Sig3(row.ns_row));
     }
     const Config& cf = c.config;
     const std::string lines[3] = {
-        std::string(cf.kind == SIMDNORM_RMSNORM ? "RMS " : "LN ") +
-            DTypesName(cf.dtypes) +
-            (cf.variant.plain() ? "" : " " + cf.variant.name()),
-        std::to_string(cf.cols) + "x" + std::to_string(cf.rows),
+        fmt::format("{} {}{}", simdnorm_tools::kind_info(cf.kind).label,
+                    DtypesName(cf.dtypes),
+                    cf.variant.plain() ? "" : " " + cf.variant.name()),
+        fmt::format("{}x{}", cf.cols, cf.rows),
         ThreadsName(cf.threads) + " thr" +
             (cf.offset.zero() ? "" : " +" + OffsetName(cf.offset))};
     for (int i = 0; i < 3; ++i) {
-      std::fprintf(f,
-                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
-                   "font-size=\"10\">%s</text>\n",
-                   x0 + group_w / 2, top + plot_h + 14 + 13 * i,
-                   simdnorm_tools::XmlEscape(lines[i]).c_str());
+      simdnorm_tools::PrintLine(
+          f,
+          R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="10">{}</text>)",
+          x0 + group_w / 2, top + plot_h + 14 + 13 * i, XmlEscape(lines[i]));
     }
   }
   // Legend.
   double lx = left;
   const double ly = top + plot_h + label_h + 6;
   for (const std::string& s : series) {
-    std::fprintf(f,
-                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" "
-                 "fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
-                 lx, ly, color(s).c_str(), lx + 16, ly + 10,
-                 simdnorm_tools::XmlEscape(s).c_str());
+    simdnorm_tools::PrintLine(
+        f,
+        R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.1f}" y="{:.1f}">{}</text>)",
+        lx, ly, color(s), lx + 16, ly + 10, XmlEscape(s));
     lx += 28 + 7.0 * static_cast<double>(s.size());
   }
-  std::fprintf(f, "</svg>\n");
+  fmt::print(f, "</svg>\n");
 }
 
 std::string MarkdownSummary(const Meta& m,
@@ -458,48 +443,43 @@ std::string MarkdownSummary(const Meta& m,
       }
     }
   }
-  const std::string first = m.isas.empty() ? "" : m.isas.front();
-  const std::string isas = fmt::format("{}", fmt::join(m.isas, ", "));
+  const std::vector<std::string>& isas = m.options.isas;
+  const std::string first = isas.empty() ? "" : isas.front();
+  const Machine& mc = m.machine;
   std::string out;
-  if (!m.machine.emulated.empty()) {
-    out += "**Measured under emulation (" + m.machine.emulated +
+  if (!mc.emulated.empty()) {
+    out += "**Measured under emulation (" + mc.emulated +
            "): these timings are not performance figures.**\n\n";
   }
-  out += "`simdnorm-profile` " + m.version + " on " + m.machine.cpu + " (" +
-         m.machine.arch + ", " + std::to_string(m.machine.logical_cpus) +
-         " logical CPUs; " + m.machine.caches + "), " + m.machine.compiler +
-         "; ISAs " + isas + "; peers: memcpy, the hand-written loop (" +
-         m.loop_flags + "), " + m.onednn + ".\n";
   out += fmt::format(
+      "`simdnorm-profile` {} on {} ({}, {} logical CPUs; {}), {}; ISAs {}; "
+      "peers: memcpy, the hand-written loop ({}), {}.\n"
       "Median of {} interleaved batches of ~{:.3g} ms each; the whole run "
       "took {:.1f} s",
-      m.reps, m.batch_ms, m.wall_s);
-  if (m.machine.load1 >= 0) {
-    out += fmt::format("; 1-minute load average at start {:.2f}{}",
-                       m.machine.load1,
-                       m.machine.load1 >= 0.5
+      m.version, mc.cpu, mc.arch, mc.logical_cpus, mc.caches, mc.compiler,
+      fmt::join(isas, ", "), m.loop_flags, m.onednn, m.options.reps,
+      m.options.batch_ms, m.wall_s);
+  if (mc.load1 >= 0) {
+    out += fmt::format("; 1-minute load average at start {:.2f}{}", mc.load1,
+                       mc.load1 >= 0.5
                            ? " (other processes were running: noisy numbers)"
                            : "");
   }
-  out += ".\n\n";
-  const bool unfused = AnyUnfused(results);
-  const bool offsets = AnyOffset(results);
-  out +=
-      "ns per row (lower is better); then, for " + first +
-      ", GB/s = (x bytes + y bytes) / time and its ratios (memcpy time, "
-      "loop time, oneDNN time divided by its time)" +
-      std::string(unfused ? "; a fused add also counts the residual read and "
-                            "sum_out written, and vs unfused is the time of "
-                            "the add loop + norm (+ quantize loop) divided by "
-                            "its time"
-                          : "") +
-      std::string(offsets ? "; offset = bytes past a 64-byte line where x "
-                            "(and the weights) and y start, x:y when they "
-                            "differ"
-                          : "") +
-      ".\n\n";
-  out += "| kind | dtype | cols | rows | threads |";
-  if (offsets) out += " offset |";
+  const Shown shown(results);
+  const bool unfused = shown.unfused, offsets = shown.offsets;
+  out += fmt::format(
+      ".\n\nns per row (lower is better); then, for {}, GB/s = (x bytes + y "
+      "bytes) / time and its ratios (memcpy time, loop time, oneDNN time "
+      "divided by its time){}{}.\n\n| kind | dtype | cols | rows | threads |{}",
+      first,
+      unfused ? "; a fused add also counts the residual read and sum_out "
+                "written, and vs unfused is the time of the add loop + norm "
+                "(+ quantize loop) divided by its time"
+              : "",
+      offsets ? "; offset = bytes past a 64-byte line where x (and the "
+                "weights) and y start, x:y when they differ"
+              : "",
+      offsets ? " offset |" : "");
   for (const std::string& i : impls) out += " " + i + " |";
   out += " " + first + " GB/s | of memcpy | vs loop | vs oneDNN |";
   if (unfused) out += " vs unfused |";
@@ -512,7 +492,7 @@ std::string MarkdownSummary(const Meta& m,
   for (const ConfigResult& c : results) {
     const Config& cf = c.config;
     out += fmt::format("| {} | {} | {} | {} | {} |", KindVariant(cf),
-                       DTypesName(cf.dtypes), cf.cols, cf.rows,
+                       DtypesName(cf.dtypes), cf.cols, cf.rows,
                        ThreadsName(cf.threads));
     if (offsets) out += " " + OffsetName(cf.offset) + " |";
     const Row* lead = nullptr;
@@ -539,48 +519,29 @@ std::string MarkdownSummary(const Meta& m,
   return out;
 }
 
-namespace {
-
-// Reads the document and finds its markers: [*begin, *end) is replaced.
-bool ReadDoc(const std::string& path, std::string* doc, size_t* begin,
-             size_t* end) {
+bool UpdateDoc(const std::string& path, const std::string* text) {
   std::ifstream in(path);
   if (!in) {
-    std::fprintf(stderr, "simdnorm-profile: cannot read %s\n", path.c_str());
+    fmt::print(stderr, "simdnorm-profile: cannot read {}\n", path);
     return false;
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  *doc = ss.str();
-  const size_t b = doc->find(kDocBegin);
-  *end = b == std::string::npos ? b : doc->find(kDocEnd, b);
-  if (*end == std::string::npos) {
-    std::fprintf(stderr, "simdnorm-profile: %s lacks the lines %s and %s\n",
-                 path.c_str(), kDocBegin, kDocEnd);
+  const std::string doc = ss.str();
+  const size_t b = doc.find(kDocBegin);
+  const size_t e = b == std::string::npos ? b : doc.find(kDocEnd, b);
+  if (e == std::string::npos) {
+    fmt::print(stderr, "simdnorm-profile: {} lacks the lines {} and {}\n", path,
+               kDocBegin, kDocEnd);
     return false;
   }
-  *begin = b + std::string(kDocBegin).size();
-  return true;
-}
-
-}  // namespace
-
-bool CheckDoc(const std::string& path) {
-  std::string doc;
-  size_t b, e;
-  return ReadDoc(path, &doc, &b, &e);
-}
-
-bool UpdateDoc(const std::string& path, const std::string& text) {
-  std::string doc;
-  size_t body, e;
-  if (!ReadDoc(path, &doc, &body, &e)) return false;
-  const std::string updated = doc.substr(0, body) + "\n" + text + doc.substr(e);
+  if (!text) return true;
+  const size_t body = b + std::string(kDocBegin).size();
   std::ofstream out(path, std::ios::trunc);
-  out << updated;
+  out << doc.substr(0, body) << "\n" << *text << doc.substr(e);
   out.close();
   if (!out) {
-    std::fprintf(stderr, "simdnorm-profile: cannot write %s\n", path.c_str());
+    fmt::print(stderr, "simdnorm-profile: cannot write {}\n", path);
     return false;
   }
   return true;

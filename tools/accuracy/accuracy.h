@@ -1,0 +1,517 @@
+// simdnorm-accuracy's parts: the bounds, the exact roundings and the
+// operands of a call with what the variants make of the truth
+// (numerics.cc); the input families (inputs.cc); the textbook shortcuts
+// (shortcuts.cc); the error metrics (metrics.cc); the command line
+// (options.cc) and the measurement loop (run.cc); the text tables
+// (table.cc), JSON and CSV (json.cc) and the SVG chart (svg.cc).
+#ifndef SIMDNORM_TOOLS_ACCURACY_ACCURACY_H_
+#define SIMDNORM_TOOLS_ACCURACY_ACCURACY_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/vocabulary.h"
+
+namespace simdnorm_accuracy {
+
+using simdnorm_tools::dtype_name;
+using simdnorm_tools::Dtypes;
+using simdnorm_tools::half_to_float;
+using simdnorm_tools::is_half;
+using simdnorm_tools::kind_info;
+using simdnorm_tools::kind_name;
+using simdnorm_tools::Variant;
+
+// The core's contract, checked on every library row (never loosened here).
+constexpr double kF32MaxScaledUlps = 32.0;
+// bf16 and f16 output: correctly rounded (the default), so every element
+// equals the exact result rounded once, on every ISA.
+constexpr double kHalfMinExactShare = 1.0;
+constexpr double kHalfMaxUlps = 1.0;
+// int8 output: each group's scale within 1e-6 relative of the float64 one,
+// each q within 1 of the float64 q = RNE(y64 / scale64).
+constexpr double kI8MaxScaleRelErr = 1e-6;
+constexpr double kI8MaxQDiff = 1.0;
+
+std::string dtypes_label(const Dtypes& d);  // "x/y/w", e.g. "bf16/f32/f32"
+// The shortest decimal that reads back as the same float ("1e-05").
+std::string shortest_float(float v);
+
+// A float64 value rounded ONCE to t (BF16 or F16), to nearest-even, with
+// the format's own subnormals and overflow to infinity (no detour through
+// float, which would round twice); NaN to the quiet NaN.
+inline uint16_t half_round_once(simdnorm_dtype t, double d) {
+  const bool f16 = t == SIMDNORM_F16;
+  if (std::isnan(d)) return f16 ? 0x7E00u : 0x7FC0u;
+  const int digits = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
+  uint64_t u;
+  std::memcpy(&u, &d, sizeof(u));
+  const int e = static_cast<int>((u >> 52) & 0x7FF) - 1023;
+  double r = d;  // infinity stays
+  if (e >= min_exp && e < 1024) {
+    // t's normal range (or beyond): keep `digits` of the 52 fraction bits,
+    // ties to even, in d's own bits (a carry into the exponent is right).
+    const int drop = 52 - digits;
+    u += (uint64_t{1} << (drop - 1)) - 1 + ((u >> drop) & 1);
+    u &= ~((uint64_t{1} << drop) - 1);
+    std::memcpy(&r, &u, sizeof(r));
+  } else if (e < min_exp) {
+    // t's subnormals: their step q is a power of two, so d / q is exact and
+    // nearbyint (ties to even by default) rounds once; the sign of 0 stays.
+    const double q = f16 ? 0x1.0p-24 : 0x1.0p-133;
+    r = std::nearbyint(d / q) * q;
+  }
+  if (std::fabs(r) > (f16 ? 65504.0 : 0x1.FEp127))
+    r = std::copysign(HUGE_VAL, r);
+  const float v = static_cast<float>(r);  // exact: a value of t
+  if (f16) return simdnorm::f16::from_float(v).bits;
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return static_cast<uint16_t>(bits >> 16);
+}
+// v rounded once to t (F32, BF16 or F16), as a double.
+double round_to(simdnorm_dtype t, double v);
+inline bool half_is_nan(simdnorm_dtype t, uint16_t b) {
+  return (b & 0x7FFFu) > (t == SIMDNORM_F16 ? 0x7C00u : 0x7F80u);
+}
+// Position of a bf16 or f16 value (both sign-magnitude) among the format's
+// values: consecutive values differ by 1, +0 and -0 both map to 0.
+inline int32_t half_order(uint16_t b) {
+  // Branch-free (the sign is a coin toss in the hot loops): mag or -mag.
+  const int32_t mag = static_cast<int32_t>(b & 0x7FFFu);
+  const int32_t neg = -static_cast<int32_t>(b >> 15);  // 0 or -1
+  return (mag ^ neg) - neg;
+}
+
+// Values of one dtype (F32, BF16 or F16): f holds them widened to float,
+// bits the stored 16-bit values of the half types.
+struct Operand {
+  simdnorm_dtype type = SIMDNORM_F32;
+  std::vector<float> f;
+  std::vector<uint16_t> bits;
+  const void* data() const {
+    return is_half(type) ? static_cast<const void*>(bits.data()) : f.data();
+  }
+};
+// v rounded to t (first to bf16 when bf16q: the quantized copies).
+Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q);
+// h = a + b computed exactly and rounded once to a.type (through double:
+// double rounding is innocuous for sums of floats of at most 24 bits).
+Operand rounded_sum(const Operand& a, const Operand& b);
+
+// Weights after quantization to their dtype. Gemma's are drawn around 0
+// (gamma - 1 of the plain ones), and scale = fl32(gamma_offset + gamma).
+struct Weights {
+  Operand gamma, beta;
+  std::vector<float> scale;  // what multiplies xhat: the metrics' gamma
+};
+Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
+                         float gamma_offset);
+
+// Hugging Face's order: truth[i] = round_x(xhat[i]) * scale + beta, exact
+// products in float64. Where x is bf16 or f16 and the fp32 bound around
+// xhat (32 * 2^-23 * max(1, |xhat|)) contains a rounding boundary of x,
+// [lo, hi] is the interval of admissible results, else lo = hi = NaN.
+// For f32 x no interval (lo, hi left empty).
+void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
+                    const float* scale, const float* beta, size_t rows,
+                    size_t cols, double* truth, std::vector<double>* lo,
+                    std::vector<double>* hi);
+// Whether element i has an interval [lo[i], hi[i]] of admissible truths.
+inline bool has_interval(const double* lo, size_t i) {
+  return lo != nullptr && !std::isnan(lo[i]);
+}
+
+// The float64 truth of an int8 output: per group (rows x groups, row-major)
+// the scale and its admissible interval, per element q64 and its interval.
+struct I8Truth {
+  size_t group = 0, groups_per_row = 0;
+  std::vector<double> scale, scale_lo, scale_hi;  // NaN: group excluded
+  std::vector<int16_t> q, q_lo, q_hi;
+  size_t group_of(size_t i, size_t cols) const {
+    return (i / cols) * groups_per_row + (i % cols) / group;
+  }
+};
+// Quantizes the truth as the contract says (interval bounds lo/hi may be
+// null; where given and not NaN, they widen the admissible q and scales).
+I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
+                       size_t rows, size_t cols, size_t group);
+
+// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
+size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
+                         size_t n);
+
+// Input families: seeded, reproducible rows that stress the statistics
+// (large offsets, heavy tails, extreme magnitudes) plus the weights, and
+// raw rows read from a user's file.
+
+// How a family's values are drawn (see inputs.cc for each formula).
+enum class Gen {
+  kNormal,        // N(0,1)
+  kOffset1e3,     // 1e3 + s*N(0,1), s log-uniform in [1e-2, 1] per row
+  kOffset1e4,     // 1e4 + s*N(0,1), likewise
+  kLlmHidden,     // log-normal channel scales + a few channels of +-1e3..1e4
+  kFirstOutlier,  // N(0,1) with x[0] = +-1e3..1e4 (a poor shift K = x[0])
+  kStudentT2,     // Student-t, 2 degrees of freedom
+  kCauchy,        // Cauchy, clipped to +-1e30
+  kNearConstant,  // c * (1 + k*2^-22), k in -2..2: a few fp32 ulps apart
+  kConstant,      // c: every element of the row equal
+  kHuge1e25,      // 1e25 * N(0,1)
+  kHuge1e36,      // 1e36 * N(0,1)
+  kTiny1e25,      // 1e-25 * N(0,1)
+  kSubnormal,     // 1e-40 * N(0,1): fp32 subnormals
+  kUser,          // rows from --input FILE
+};
+
+struct Family {
+  std::string name;  // e.g. "offset1e4", "bf16q:huge1e36-eps0"
+  Gen gen = Gen::kNormal;
+  bool eps_zero = false;  // the family uses eps = 0 instead of the default
+  bool bf16q = false;     // values rounded to bf16 even when x is fp32
+  // Whether it runs with x of type t: the bf16q copies only with fp32 x
+  // (bf16 and f16 x quantize anyway); with f16 x only the families that fit
+  // f16 (not huge, tiny, subnormal, which would become infinities, zeros).
+  bool runs_with(simdnorm_dtype t) const;
+};
+
+// The generated families, in report order: the plain ones, then their
+// bf16-quantized copies.
+std::vector<Family> default_families();
+
+// The families that look like real activations (normal, llm-hidden,
+// student-t2): what the engine variants run on by default.
+std::vector<Family> realistic_families();
+
+// rows x cols values of a generator, reproducible from (seed, gen, cols);
+// the residual stream of the fused add is an independent second draw.
+std::vector<float> generate(Gen gen, size_t rows, size_t cols, uint64_t seed,
+                            bool residual = false);
+
+// gamma ~ 1 + 0.1*N(0,1), beta ~ 0.1*N(0,1), reproducible from (seed, cols).
+void make_weights(size_t cols, uint64_t seed, std::vector<float>* gamma,
+                  std::vector<float>* beta);
+
+// Reads raw little-endian rows of fp32, bf16 or f16 (cols elements each) and
+// widens them to float. On failure returns false with a message in *error.
+bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
+               std::vector<float>* out, std::string* error);
+
+// Textbook normalization shortcuts, measured beside the library to show why
+// its design matters. They live here, in the tool, never in the library.
+
+enum class Shortcut {
+  // Centered kinds (LayerNorm): mean and E[x^2] - mean^2 from one pass of
+  // plain fp32 sums. The others (RMSNorm): the fp32 sum of x^2, their only
+  // pass.
+  kOnePassF32,
+  // Centered kinds only: fp32 mean, then fp32 sum of (x - mean)^2.
+  kTwoPassF32,
+  // Exact (float64) statistics, but eps added outside the square root:
+  // (x - mean) / (sqrt(var) + eps), x / (sqrt(mean(x^2)) + eps).
+  kEpsOutside,
+  // bf16 output by truncating the library's fp32 output (bits >> 16)
+  // instead of rounding the truth once.
+  kTruncBf16,
+};
+constexpr Shortcut kShortcuts[] = {Shortcut::kOnePassF32, Shortcut::kTwoPassF32,
+                                   Shortcut::kEpsOutside, Shortcut::kTruncBf16};
+
+const char* shortcut_name(Shortcut s);
+
+// Whether the shortcut is a distinct method for this kind and output dtype.
+bool shortcut_applies(Shortcut s, simdnorm_kind kind, simdnorm_dtype y);
+
+// fp32 shortcuts (all but kTruncBf16): rows x cols dense, gamma required,
+// beta may be null.
+void run_shortcut(Shortcut s, simdnorm_kind kind, const float* x, size_t rows,
+                  size_t cols, const float* gamma, const float* beta, float eps,
+                  float* y);
+
+// Error metrics.
+//
+// fp32 output, "scaled ulps": |got - want| / (2^-23 * (|gamma| * max(1,
+// |xhat|) + |beta|)), want the float64 truth and xhat the truth's normalized
+// value before gamma/beta: the unit the core's bound is stated in.
+// bf16 and f16 output, "bf16 ulps" / "f16 ulps": the distance, in the
+// ordering of the format's values, from the float64 truth rounded once.
+// For them the same scaled measure is also kept, in units of 2^-7 (bf16) or
+// 2^-10 (f16) times (|gamma| * max(1, |xhat|) + |beta|) ("scaled bf16/f16
+// ulps"; a correctly rounded result is within 0.5 of them): information only.
+// int8 output, "int8 q": |q - q64| per element, q64 = RNE(y64 / scale64)
+// with scale64 = max|y64| / 127 over the group, plus the relative error of
+// each group's scale.
+// Only elements whose float64 truth is finite count (for int8: whose group's
+// truth is finite); the others are counted as excluded. A non-finite result
+// where the truth is finite is an infinite error.
+//
+// Hugging Face's order (SIMDNORM_ROUND_NORMALIZED) rounds xhat to x_type
+// before the scale: where the float64 xhat lies within the fp32 bound of a
+// rounding boundary of x_type, either rounding is right. The truth is then
+// an interval [lo, hi] of admissible values, and the error is the distance
+// to it (exact still means equal to the once-rounded primary truth).
+
+// The float64 truth of one call (rows x cols) and what the errors are
+// measured against.
+struct Truth {
+  size_t rows = 0, cols = 0;
+  const double* want = nullptr;  // y64
+  const double* xhat = nullptr;  // y64's normalized value before gamma/beta
+  const float* x = nullptr;      // the values normalized (h: fused add)
+  const float* gamma = nullptr;  // the scale applied (Gemma: fl32(1 + w))
+  const float* beta = nullptr;   // null: none
+  const double* lo = nullptr;    // intervals of admissible truths, or null
+  const double* hi = nullptr;
+};
+
+// The element with the largest error (the first one on ties).
+struct Worst {
+  bool valid = false;
+  size_t cols = 0, row = 0, col = 0;
+  double input = 0, got = 0, want = 0, xhat = 0;
+  double scaled = 0;  // its error in scaled (fp32, bf16 or f16) ulps
+};
+
+// int8 output: the group whose scale is furthest from the float64 one.
+struct ScaleWorst {
+  bool valid = false;
+  size_t cols = 0, row = 0, group = 0;
+  double got = 0, want = 0;
+};
+
+// Fused add: the first element of sum_out that differs from h.
+struct SumWorst {
+  bool valid = false;
+  size_t cols = 0, row = 0, col = 0;
+  uint32_t got_bits = 0, want_bits = 0;
+};
+
+struct Stats {
+  uint64_t count = 0;     // elements whose truth is finite
+  uint64_t excluded = 0;  // elements whose truth is NaN or infinite
+  uint64_t exact = 0;     // equal to the truth rounded once to y's dtype
+  uint64_t over = 0;      // beyond the bound on the error of one element
+  double max = 0, mean = 0;
+  double p999 = 0;        // nearest rank: the ceil(0.999 * count)-th smallest
+  double max_scaled = 0;  // largest scaled error (= max for fp32 output)
+  Worst worst;
+  // int8 output (y = i8): the scales of the groups whose truth is finite.
+  uint64_t groups = 0;
+  uint64_t scale_over = 0;  // scales beyond kI8MaxScaleRelErr
+  double max_scale_rel = 0;
+  ScaleWorst scale_worst;
+  // Fused add: sum_out against h (bit-exact, any NaN equal to any NaN), and
+  // the in-place form (sum_out = residual, y = x) against the out-of-place
+  // one, every element of y, sum_out and the scales.
+  bool fused = false;
+  uint64_t sum_count = 0, sum_mismatch = 0;
+  SumWorst sum_worst;
+  uint64_t inplace_mismatch = 0;
+  double exact_share() const {
+    return count ? static_cast<double>(exact) / static_cast<double>(count)
+                 : 1.0;
+  }
+};
+
+// Collects the errors of one report row, over several calls (hidden sizes).
+class Accumulator {
+ public:
+  void add_f32(const float* got, const Truth& t);
+  // bf16 or f16 output (y) against want = half_round_once(y, truth).
+  void add_half(simdnorm_dtype y, const uint16_t* got, const uint16_t* want,
+                const Truth& t);
+  // int8 output: q and scales against the quantized truth.
+  void add_i8(const int8_t* q, const float* scales, const I8Truth& i8,
+              const Truth& t);
+  // Fused add: n elements of sum_out (x_type) against h, rows of cols.
+  void add_sum_out(simdnorm_dtype x_type, const void* got, const void* want,
+                   size_t n, size_t cols);
+  void add_inplace_mismatches(uint64_t n) {
+    s_.fused = true;
+    s_.inplace_mismatch += n;
+  }
+  // The statistics so far; clears the accumulator.
+  Stats finish();
+
+ private:
+  template <bool kF16>
+  void add_half_t(const uint16_t* got, const uint16_t* want, const Truth& t);
+  // One call's counters, kept in locals by the hot loops.
+  struct Tally {
+    uint64_t count = 0, exact = 0, excluded = 0, over = 0, zeros = 0;
+    double sum = 0, max;
+  };
+  Tally start() const { return Tally{0, 0, 0, 0, 0, 0, s_.max}; }
+  // The error of an element whose truth is finite.
+  void add_error(Tally* t, double err);
+  void merge(const Tally& t);
+  std::vector<float> errs_;  // the non-zero errors
+  std::vector<uint32_t> hist_ = std::vector<uint32_t>(4096);  // of errs_
+  uint64_t zeros_ = 0;  // and how many were zero
+  std::vector<double> row_err_;
+  double sum_ = 0;
+  Stats s_ = initial();
+  static Stats initial() {
+    Stats s;
+    s.max = -1;  // below any error: the first element becomes the worst
+    s.max_scale_rel = -1;
+    return s;
+  }
+};
+
+// What identifies a report row, and a summary row.
+struct RowKey {
+  std::string isa;     // ISA name, or "shortcut"
+  std::string method;  // "simdnorm" or the shortcut's name
+  simdnorm_kind kind{};
+  std::string variant = "plain";  // Variant::name()
+  Dtypes dt;
+  bool checked = false;  // library rows are held to the bounds
+  bool exceeds = false;  // the figures exceed a bound (checked or not)
+};
+
+// One report row: a method (the library on one ISA, or a shortcut) on one
+// kind, variant, dtype combination and input family, over every hidden size
+// run.
+struct ResultRow : RowKey {
+  std::string family;
+  float eps = 0;
+  Stats s;
+  std::vector<std::string> violations;  // empty = within the bounds
+  bool pass() const { return violations.empty(); }
+};
+
+// Sets row->exceeds and, for a checked row, the bounds' violations.
+void check_bounds(ResultRow* row);
+
+// Rows of one RowKey merged over families: counts summed, the largest
+// errors and p99.9, the mean over all elements, the lowest exact share.
+struct SummaryRow : RowKey {
+  size_t families = 0, failing = 0;
+  Stats s;
+  double min_exact_share = 1;
+  std::string worst_family;  // the largest max (ties: the lowest share)
+};
+
+// Groups consecutive rows of the same RowKey, keeping their order of first
+// appearance.
+std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows);
+
+// "scaled_ulp", "bf16_ulp", "f16_ulp" or "int8_q", by y's dtype.
+std::string unit_name(simdnorm_dtype y);
+// The short form for the text table: "scaled", "bf16", "f16", "q".
+std::string unit_label(simdnorm_dtype y);
+
+// The configuration and the measurement loop: for every kind, plan
+// (variant, dtype combinations, families, hidden sizes), one float64
+// reference per (family, hidden size), then the library on every selected
+// ISA and the shortcuts, all against it.
+
+// One variant on its dtype combinations (int8 variants: y = i8), families
+// and hidden sizes.
+struct Plan {
+  Variant variant;
+  std::vector<Dtypes> dtypes;
+  std::vector<Family> families;
+  std::vector<size_t> cols;
+};
+
+struct Config {
+  // The command line's selection (empty: the defaults, see --help).
+  std::vector<std::string> isas;  // as the library lists them, best first
+  std::vector<simdnorm_kind> kinds;
+  std::vector<Variant> variants;
+  std::vector<Dtypes> dtypes;
+  std::vector<std::string> families;
+  std::vector<size_t> cols;
+  size_t rows = 0;  // per family and hidden size (0: 64, or all of --input)
+  uint64_t seed = 1;
+  float eps = 1e-5f;   // for families that do not use eps = 0
+  size_t threads = 0;  // simdnorm_desc::max_threads
+  bool shortcuts = true, quiet = false, detail = false;
+  std::string input;  // --input FILE: one family ("input", Gen::kUser)
+  simdnorm_dtype input_dtype = SIMDNORM_F32;
+  bool json = false, csv = false;
+  std::string json_path, csv_path, svg_path;  // "" or "-": stdout (no svg)
+  // What runs: the plans, and --input's rows.
+  std::vector<Plan> plans;
+  std::vector<float> user_data;
+  size_t user_rows = 0;
+
+  // The unions over the plans, in order of first appearance.
+  std::vector<std::string> all_variants() const;
+  std::vector<Dtypes> all_dtypes(const std::string& variant = "") const;
+  std::vector<std::string> all_families() const;
+  std::vector<size_t> all_cols() const;
+};
+
+// Parses argv into *cfg: 0 to go on, -1 after printing the help, 2 with the
+// message of a usage error in *error. --isa takes the names in `isas` (any
+// case; stored as spelled there).
+int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
+                  Config* cfg, std::string* error);
+
+// The combinations x/y/w of `types`, x major (f32/f32/f32, f32/f32/bf16,
+// ...); with need_f16 only those with an f16.
+std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
+                                 bool need_f16 = false);
+
+struct RunOutput {
+  // Library rows (per ISA, best first) then shortcut rows, each ordered by
+  // variant, kind, dtype combination and family.
+  std::vector<ResultRow> rows;
+  // Calls that failed and reference self-check disagreements: each makes
+  // the run fail.
+  std::vector<std::string> errors;
+  double seconds = 0;  // wall time of the measurement
+  bool pass() const;
+};
+
+RunOutput run_all(const Config& cfg);
+
+// "AVX2 rmsnorm fused-add bf16/bf16/bf16 normal": a row in messages.
+std::string row_name(const std::string& isa, simdnorm_kind kind,
+                     const std::string& variant, const Dtypes& dt,
+                     const std::string& family);
+
+// The values in their first order, repeats dropped.
+template <class T>
+std::vector<T> unique(const std::vector<T>& v) {
+  std::vector<T> out;
+  for (const T& e : v) {
+    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
+  }
+  return out;
+}
+
+// The outputs.
+
+// What was run and measured.
+struct Report {
+  const Config& cfg;
+  const RunOutput& out;
+  std::string command;  // the command line
+};
+
+// The library rows exceeding a bound, one line each with the row's key.
+std::vector<std::string> failure_lines(const RunOutput& out);
+
+// Default text report: the per (ISA, kind, dtypes) summary, the per-family
+// comparison with the shortcuts and the verdict. With detail, also one line
+// per (ISA or shortcut, kind, dtypes, family).
+void write_table(std::FILE* f, const Report& r);
+void write_json(std::FILE* f, const Report& r);
+void write_csv(std::FILE* f, const Report& r);
+void write_svg(std::FILE* f, const Report& r);
+
+// Number formatting shared by the writers.
+std::string format_error(double v);  // compact: 0, 0.123, 31.9, 1.2e+07, inf
+
+}  // namespace simdnorm_accuracy
+
+#endif  // SIMDNORM_TOOLS_ACCURACY_ACCURACY_H_
