@@ -84,7 +84,8 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       [](const std::string& s, simdnorm_kind* k) {
         return simdnorm_tools::parse_kind(s, k, false);
       },
-      simdnorm_tools::kind_names(), "layernorm, rmsnorm (default: both)")
+      simdnorm_tools::kind_names(),
+      simdnorm_tools::kind_list() + " (default: all)")
       ->type_name("K[,K]");
   AddList(app.get(), "--variant", &cfg->variants, simdnorm_tools::parse_variant,
           simdnorm_tools::kVariantSyntax,

@@ -48,9 +48,36 @@ bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
 }
 
 const std::vector<KindInfo>& kinds() {
-  static const std::vector<KindInfo> kKinds = {
-      {SIMDNORM_LAYERNORM, "layernorm", "ln", "LN", true, true, true},
-      {SIMDNORM_RMSNORM, "rmsnorm", "rms", "RMS", false, false, false}};
+  // The library's registry of operations (simdnorm_op_at), with the short
+  // alias and chart label the tools have for some kinds (others use their
+  // name and title). Centered kinds are run with beta, as engines call
+  // LayerNorm; oneDNN 2.x has LayerNorm only.
+  static const std::vector<KindInfo> kKinds = [] {
+    struct Short {
+      const char *name, *alias, *label;
+    };
+    static const Short kShort[] = {{"layernorm", "ln", "LN"},
+                                   {"rmsnorm", "rms", "RMS"}};
+    std::vector<KindInfo> out;
+    for (size_t i = 0; const simdnorm_op_info* op = simdnorm_op_at(i); ++i) {
+      const bool centered = op->centered != 0;
+      KindInfo k{op->kind,
+                 op->name,
+                 op->name,
+                 op->title,
+                 centered,
+                 centered,
+                 op->kind == SIMDNORM_LAYERNORM};
+      for (const Short& s : kShort) {
+        if (std::strcmp(s.name, op->name) == 0) {
+          k.alias = s.alias;
+          k.label = s.label;
+        }
+      }
+      out.push_back(k);
+    }
+    return out;
+  }();
   return kKinds;
 }
 
@@ -77,6 +104,13 @@ bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
     }
   }
   return false;
+}
+
+std::string kind_list() {
+  std::string out;
+  for (const KindInfo& k : kinds())
+    out += (out.empty() ? "" : ", ") + std::string(k.name);
+  return out;
 }
 
 std::string kind_names() {

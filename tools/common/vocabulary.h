@@ -61,7 +61,8 @@ inline const char* kind_name(simdnorm_kind k) { return kind_info(k).name; }
 std::vector<simdnorm_kind> all_kinds();
 // A kind's name; with `lenient`, in any case or its alias.
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
-std::string kind_names();  // "layernorm or rmsnorm"
+std::string kind_names();  // "layernorm, rmsnorm or l2norm"
+std::string kind_list();   // "layernorm, rmsnorm, l2norm"
 
 // The ISAs the library lists on this machine, best first.
 std::vector<std::string> library_isas();

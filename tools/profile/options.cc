@@ -90,7 +90,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
   AddList(app.get(), "--kind", &o->kinds, ParseKind,
-          simdnorm_tools::kind_names(), "layernorm, rmsnorm (default both)")
+          simdnorm_tools::kind_names(),
+          simdnorm_tools::kind_list() + " (default all)")
       ->type_name("K[,K]");
   AddList(app.get(), "--dtype,--dtypes", &o->dtypes, ParseDtypes,
           "f32, bf16, f16 or X:Y[:P] of them",
