@@ -5,8 +5,14 @@
 
 namespace simdnorm_test {
 
-double HalfToDouble(Half h, uint16_t b) {
-  const HalfFormat& f = FormatOf(h);
+namespace {
+
+// HalfToDouble and RoundToHalf of one format: its constants known to the
+// compiler (the ldexp of the bounds folded), as when the functions were
+// inline with a constant format.
+template <Half kH>
+double ToDouble(uint16_t b) {
+  constexpr const HalfFormat& f = FormatOf(kH);
   const int mbits = f.digits - 1;
   const uint16_t mag = b & 0x7FFFu;
   const double sign = (b & 0x8000u) ? -1.0 : 1.0;
@@ -18,8 +24,9 @@ double HalfToDouble(Half h, uint16_t b) {
   return sign * std::ldexp(m + (1 << mbits), field - 1 + f.emin - mbits);
 }
 
-uint16_t RoundToHalf(Half h, double d) {
-  const HalfFormat& f = FormatOf(h);
+template <Half kH>
+uint16_t Round(double d) {
+  constexpr const HalfFormat& f = FormatOf(kH);
   const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
   if (std::isnan(d)) return static_cast<uint16_t>(sign | f.qnan);
   const double a = std::fabs(d);
@@ -48,6 +55,16 @@ uint16_t RoundToHalf(Half h, double d) {
   const unsigned field = static_cast<unsigned>(e - f.emin + 1);
   return static_cast<uint16_t>(sign | (field << (f.digits - 1)) |
                                static_cast<uint16_t>(n - implicit));
+}
+
+}  // namespace
+
+double HalfToDouble(Half h, uint16_t b) {
+  return h == Half::kBf16 ? ToDouble<Half::kBf16>(b) : ToDouble<Half::kF16>(b);
+}
+
+uint16_t RoundToHalf(Half h, double d) {
+  return h == Half::kBf16 ? Round<Half::kBf16>(d) : Round<Half::kF16>(d);
 }
 
 }  // namespace simdnorm_test

@@ -44,7 +44,7 @@ struct HalfFormat {
 inline constexpr HalfFormat kBf16Format{"bf16", 8, -126, 127, 0x7F80u, 0x7FC0u};
 inline constexpr HalfFormat kF16Format{"f16", 11, -14, 15, 0x7C00u, 0x7E00u};
 
-inline const HalfFormat& FormatOf(Half h) {
+constexpr const HalfFormat& FormatOf(Half h) {
   return h == Half::kBf16 ? kBf16Format : kF16Format;
 }
 // The format of a 16-bit dtype (anything but F16 gives bf16).
