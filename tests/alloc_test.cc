@@ -16,7 +16,7 @@
 #include "simdnorm/simdnorm.hpp"
 #include "support/dtypes.h"
 #include "support/inputs.h"
-#include "support/isa_test.h"
+#include "support/isas.h"
 #include "support/matrix.h"
 #include "tbb/task_arena.h"
 #include "tbb/tbb_allocator.h"

@@ -22,7 +22,7 @@
 #include "simdnorm/simdnorm.h"
 #include "support/dtypes.h"
 #include "support/inputs.h"
-#include "support/isa_test.h"
+#include "support/isas.h"
 #include "support/matrix.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"

@@ -20,7 +20,7 @@
 #include "support/dtypes.h"
 #include "support/half.h"
 #include "support/inputs.h"
-#include "support/isa_test.h"
+#include "support/isas.h"
 #include "support/text.h"
 
 namespace simdnorm_test {

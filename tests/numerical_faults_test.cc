@@ -29,6 +29,7 @@
 #include "support/half.h"
 #include "support/inputs.h"
 #include "support/isa_test.h"
+#include "support/isas.h"
 #include "support/matrix.h"
 #include "support/run_case.h"
 #include "support/text.h"

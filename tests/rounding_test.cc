@@ -15,7 +15,7 @@
 #include "simdnorm/simdnorm.h"
 #include "support/dtypes.h"
 #include "support/half.h"
-#include "support/isa_test.h"
+#include "support/isas.h"
 #include "support/text.h"
 
 namespace simdnorm_test {

@@ -1,19 +1,8 @@
 #include "support/isa_test.h"
 
-#include <cstddef>
-
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm_test {
-
-std::vector<std::string> SupportedIsas() {
-  std::vector<std::string> v;
-  for (size_t i = 0; i < simdnorm_isa_count(); ++i) {
-    const char* n = simdnorm_isa_name(i);
-    if (n) v.push_back(n);
-  }
-  return v;
-}
 
 std::string IsaTestName(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;

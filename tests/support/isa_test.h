@@ -1,17 +1,15 @@
-// Tests run once per ISA: the ISAs this machine supports, and the
-// parameterized fixture that forces one of them for the duration of a test.
+// Tests run once per ISA: the parameterized fixture that forces one of the
+// supported ISAs (support/isas.h) for the duration of a test.
 #ifndef SIMDNORM_TESTS_SUPPORT_ISA_TEST_H_
 #define SIMDNORM_TESTS_SUPPORT_ISA_TEST_H_
 
 #include <gtest/gtest.h>
 
 #include <string>
-#include <vector>
+
+#include "support/isas.h"
 
 namespace simdnorm_test {
-
-// The ISAs this machine supports, as listed by the library.
-std::vector<std::string> SupportedIsas();
 
 // The ISA's name as a test name: characters other than [0-9A-Za-z]
 // become '_'.
