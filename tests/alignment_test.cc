@@ -3,9 +3,15 @@
 // in place) and strides that move each row's offset, give the same bytes
 // as the same rows 64-byte aligned. The write loops peel a head to align
 // their stores (norm_rows-inl.h, AlignHead), and nothing else may change.
+#include <cstddef>
 #include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/matrix.h"
 
 namespace simdnorm_test {
 namespace {

@@ -4,12 +4,22 @@
 // also sees what oneTBB allocates: libtbbmalloc is kept out, so TBB falls
 // back to malloc). A separate executable: the replacement must not touch
 // the other tests, and it is not built under sanitizers.
+#include <cstddef>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "alloc_hooks.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isas.h"
+#include "support/matrix.h"
 #include "tbb/task_arena.h"
 #include "tbb/tbb_allocator.h"
-#include "test_util.h"
 
 namespace simdnorm_test {
 namespace {

@@ -5,12 +5,20 @@
 // of low half, through the public API, and on realistic rows with every
 // dtype combination that writes bf16 and every variant. Skipped where the
 // library does not list AVX3_BF16.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isas.h"
+#include "support/matrix.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

@@ -1,7 +1,20 @@
 // The test suite's own helpers: bf16 ulp distance, rounding once, and that
 // the bf16 checker rejects a truncating conversion while accepting
 // round-to-nearest-even of an fp32 result.
-#include "test_util.h"
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/checks.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/matrix.h"
 
 namespace simdnorm_test {
 namespace {

@@ -7,14 +7,26 @@
 // tsan test preset runs them.
 #include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isas.h"
+#include "support/matrix.h"
 #include "tbb/blocked_range.h"
 #include "tbb/parallel_for.h"
 #include "tbb/task_arena.h"
-#include "test_util.h"
 
 namespace simdnorm_test {
 namespace {

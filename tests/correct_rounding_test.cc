@@ -6,11 +6,22 @@
 // have the documented sign. int8 output from the exact y: the same q and
 // scales on every ISA.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isas.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

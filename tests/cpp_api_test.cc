@@ -2,9 +2,26 @@
 // shape mismatches are reported, bf16 and f16 conversions round to
 // nearest-even; the issue #7 entry points (fused add, in-place fused add,
 // int8 output) fill the descriptor as the C API is called.
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/matrix.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

@@ -1,7 +1,16 @@
 // Rows that defeat naive kernels, on every ISA, against the float64
 // reference: a large mean with a tiny spread, outlier channels, magnitudes
 // whose squares overflow or underflow fp32, constant rows, subnormal inputs.
-#include "test_util.h"
+#include <cstddef>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/cases.h"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/run_case.h"
 
 namespace simdnorm_test {
 namespace {

@@ -1,7 +1,22 @@
 // The kernels of every ISA against the float64 reference: all dtype
 // combinations, row lengths, strides, misaligned starts, in place,
 // gamma/beta/eps variants, many rows, and shift invariance of LayerNorm.
-#include "test_util.h"
+#include <cstddef>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/cases.h"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/matrix.h"
+#include "support/run_case.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

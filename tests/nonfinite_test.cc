@@ -1,7 +1,25 @@
 // NaN and infinity in the input, on every ISA: a NaN makes its whole row
 // NaN and leaves the other rows bitwise unchanged; an infinity makes the
 // output non-finite wherever the reference is non-finite.
-#include "test_util.h"
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/matrix.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

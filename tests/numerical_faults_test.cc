@@ -11,8 +11,28 @@
 //   +-inf in beta makes its column +-inf.
 // - Regressions of three fuzzer findings (at the end of the file).
 #include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/cases.h"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/isas.h"
+#include "support/matrix.h"
+#include "support/run_case.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

@@ -3,7 +3,24 @@
 // output dtype, exact widening of bf16 and f16 inputs; and the issue #7
 // semantics on hand-computed cases: f16 rounding, the fused residual add,
 // gamma_offset, SIMDNORM_ROUND_NORMALIZED, int8 output per group.
-#include "test_util.h"
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/matrix.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

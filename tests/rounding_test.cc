@@ -4,11 +4,19 @@
 // midpoints to its neighbours and the floats next to them, subnormals,
 // overflow, infinities and NaNs: every ISA must give the correctly rounded
 // value (nearest, ties to even; NaN quiet), and all ISAs the same bits.
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/isas.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

@@ -3,9 +3,18 @@
 // selection; status strings.
 #include <cctype>
 #include <cfloat>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/matrix.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

@@ -1,9 +1,19 @@
 // Threading, on every ISA: the output does not depend on max_threads (bit
 // for bit), and concurrent calls from several threads give the same bits
 // as the same calls made one after another.
+#include <cstddef>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
-#include "test_util.h"
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/dtypes.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/matrix.h"
 
 namespace simdnorm_test {
 namespace {

@@ -2,9 +2,28 @@
 // reference: F16 operands, the fused residual add in every aliasing form,
 // gamma_offset, SIMDNORM_ROUND_NORMALIZED, I8 output with per-group scales,
 // NaN rows, the combination of them, row counts and thread counts. The
-// checkers (CheckF32, CheckHalf, CheckRoundNormalized, CheckI8Group, and
-// sum_out bit for bit against the reference's h) are in test_util.h.
-#include "test_util.h"
+// checkers (CheckF32, CheckHalf, CheckRoundNormalized, CheckI8Group) are in
+// support/checks.h, sum_out bit for bit against the reference's h in
+// RunCaseOn (support/run_case.h).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "simdnorm/simdnorm.h"
+#include "support/cases.h"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/inputs.h"
+#include "support/isa_test.h"
+#include "support/run_case.h"
+#include "support/text.h"
 
 namespace simdnorm_test {
 namespace {

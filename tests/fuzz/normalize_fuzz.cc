@@ -45,14 +45,16 @@
 // - on OK, no byte outside the outputs (y's rows, sum_out's rows, the
 //   scales) changed; each y element meets the bound against
 //   simdnorm::reference_f64 (CheckF32 / CheckHalf / CheckRoundNormalized /
-//   CheckI8Group of tests/test_util.h; NaN where the reference is NaN); the
-//   reference's own output is the float64 value rounded once; sum_out
-//   holds the reference's h bit for bit (NaN for NaN), itself x (+
-//   residual, rounded once); and a run with max_threads 1 gives the same
-//   bytes.
+//   CheckI8Group of tests/support/checks.h; NaN where the reference is
+//   NaN); the reference's own output is the float64 value rounded once;
+//   sum_out holds the reference's h bit for bit (NaN for NaN), itself x
+//   (+ residual, rounded once); and a run with max_threads 1 gives the
+//   same bytes.
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -62,7 +64,9 @@
 
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
-#include "test_util.h"
+#include "support/checks.h"
+#include "support/half.h"
+#include "support/text.h"
 
 namespace {
 

@@ -1,0 +1,49 @@
+#include "support/dtypes.h"
+
+namespace simdnorm_test {
+
+const char* KindName(simdnorm_kind k) {
+  return k == SIMDNORM_LAYERNORM ? "LayerNorm" : "RMSNorm";
+}
+
+const char* DTypeName(simdnorm_dtype t) {
+  switch (t) {
+    case SIMDNORM_F32:
+      return "F32";
+    case SIMDNORM_BF16:
+      return "BF16";
+    case SIMDNORM_F16:
+      return "F16";
+    case SIMDNORM_I8:
+      return "I8";
+  }
+  return "?";
+}
+
+std::vector<DTypes> AllDTypes() {
+  std::vector<DTypes> v;
+  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16}) {
+    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16}) {
+      for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16}) {
+        v.push_back({x, y, p});
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<DTypes> F16DTypes() {
+  std::vector<DTypes> v;
+  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+      for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
+        if (x == SIMDNORM_F16 || y == SIMDNORM_F16 || p == SIMDNORM_F16) {
+          v.push_back({x, y, p});
+        }
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace simdnorm_test
