@@ -181,20 +181,13 @@ uint16_t RoundProductSum(simdnorm_dtype ty, double t, float g, float b) {
   return o == 0 ? SignedZero(y0) : FromOrd(o);
 }
 
-// S = sum x and Q = sum x^2 of the row, exactly, and D (XhatOf).
-struct ExactSums {
-  Dyadic n, s, q, d;
-};
-
-CrCache::CrCache() = default;
-CrCache::~CrCache() = default;
-
 namespace {
 
 const ExactSums& Exact(const CrRow& row, CrCache& cache) {
-  if (!cache.exact) {
-    auto e = std::make_unique<ExactSums>();
+  if (!cache.has_exact) {
+    ExactSums* e = &cache.exact;
     e->n = Dyadic::FromDouble(static_cast<double>(row.n));
+    e->s = e->q = Dyadic();
     for (size_t i = 0; i < row.n; ++i) {
       const Dyadic x = Dyadic::FromDouble(LoadAsFloat(row.x, row.x_storage, i));
       e->s = e->s + x;
@@ -210,9 +203,9 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
       e->d = Centered(row) ? e->n * e->q - e->s * e->s + n2eps
                            : e->n * e->q + n2eps;
     }
-    cache.exact = std::move(e);
+    cache.has_exact = true;
   }
-  return *cache.exact;
+  return cache.exact;
 }
 
 // xhat_j = p0 / sqrt(d) exactly. LayerNorm: (n x - S) / sqrt(n Q - S^2 +

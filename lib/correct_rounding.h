@@ -14,8 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
+#include "lib/dyadic.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
@@ -68,12 +68,16 @@ struct CrRow {
   RowStats st;
 };
 
-// The exact sums of a row, made on first need (once per row).
-struct ExactSums;
+// S = sum x and Q = sum x^2 of a row, exactly, and D (the square of
+// xhat's denominator, correct_rounding.cc's XhatOf).
+struct ExactSums {
+  Dyadic n, s, q, d;
+};
+
+// The exact sums of a row, made on first need (once per row), in place.
 struct CrCache {
-  CrCache();
-  ~CrCache();
-  std::unique_ptr<ExactSums> exact;
+  bool has_exact = false;
+  ExactSums exact;
 };
 
 // Bits of the correctly rounded y_j = xhat_j * g + b (g the fp32 scale,

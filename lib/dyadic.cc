@@ -1,10 +1,40 @@
 #include "lib/dyadic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 namespace simdnorm {
 namespace internal {
+
+void Limbs::Reserve(size_t n) {
+  if (n <= kInline) {
+    heap_.reset();
+  } else if (!heap_ || capacity_ < n) {
+    heap_.reset(new uint32_t[n]);
+    capacity_ = n;
+  }
+}
+
+Limbs::Limbs(size_t n, uint32_t v) {
+  Reserve(n);
+  size_ = n;
+  std::fill(data(), data() + n, v);
+}
+
+Limbs::Limbs(std::initializer_list<uint32_t> v) {
+  Reserve(v.size());
+  size_ = v.size();
+  std::copy(v.begin(), v.end(), data());
+}
+
+Limbs& Limbs::operator=(const Limbs& o) {
+  if (this == &o) return *this;
+  Reserve(o.size_);
+  size_ = o.size_;
+  std::copy(o.data(), o.data() + o.size_, data());
+  return *this;
+}
 
 Dyadic Dyadic::FromDouble(double v) {
   Dyadic d;
@@ -23,7 +53,7 @@ void Dyadic::Trim(Limbs& a) {
   while (!a.empty() && a.back() == 0) a.pop_back();
 }
 
-Dyadic::Limbs Dyadic::Shifted(const Limbs& a, int bits) {
+Limbs Dyadic::Shifted(const Limbs& a, int bits) {
   Limbs r(a.size() + bits / 32 + 1, 0);
   const int words = bits / 32, rest = bits % 32;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -43,7 +73,7 @@ int Dyadic::CompareMag(const Limbs& a, const Limbs& b) {
   return 0;
 }
 
-Dyadic::Limbs Dyadic::AddMag(const Limbs& a, const Limbs& b) {
+Limbs Dyadic::AddMag(const Limbs& a, const Limbs& b) {
   Limbs r(std::max(a.size(), b.size()) + 1, 0);
   uint64_t carry = 0;
   for (size_t i = 0; i < r.size(); ++i) {
@@ -56,7 +86,7 @@ Dyadic::Limbs Dyadic::AddMag(const Limbs& a, const Limbs& b) {
   return r;
 }
 
-Dyadic::Limbs Dyadic::SubMag(const Limbs& a, const Limbs& b) {
+Limbs Dyadic::SubMag(const Limbs& a, const Limbs& b) {
   Limbs r(a.size(), 0);
   int64_t borrow = 0;
   for (size_t i = 0; i < a.size(); ++i) {

@@ -1,16 +1,46 @@
 // Exact dyadic rationals (sign * integer * 2^exp) for the rare decisions
 // that no floating-point precision settles: a normalized value that sits on,
 // or within a few double ulps of, a rounding midpoint of bf16 or fp16.
-// Every float is one exactly; sums and products stay exact. Slow and
-// allocating: only the correct-rounding fallback uses it.
+// Every float is one exactly; sums and products stay exact. Slow: only the
+// correct-rounding fallback uses it. Numbers of up to kInlineLimbs * 32 bits
+// live in place (the calls it serves allocate nothing); larger ones, which
+// need exponents far apart, go to the heap.
 #ifndef SIMDNORM_LIB_DYADIC_H_
 #define SIMDNORM_LIB_DYADIC_H_
 
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <initializer_list>
+#include <memory>
 
 namespace simdnorm {
 namespace internal {
+
+// A little-endian magnitude in 32-bit limbs: in place up to kInline limbs.
+class Limbs {
+ public:
+  static constexpr size_t kInline = 64;
+  Limbs() = default;
+  Limbs(size_t n, uint32_t v);
+  Limbs(std::initializer_list<uint32_t> v);
+  Limbs(const Limbs& o) { *this = o; }
+  Limbs& operator=(const Limbs& o);
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint32_t back() const { return data()[size_ - 1]; }
+  void pop_back() { --size_; }
+  uint32_t& operator[](size_t i) { return data()[i]; }
+  uint32_t operator[](size_t i) const { return data()[i]; }
+
+ private:
+  void Reserve(size_t n);  // room for n limbs; contents not kept
+  uint32_t* data() { return heap_ ? heap_.get() : inline_; }
+  const uint32_t* data() const { return heap_ ? heap_.get() : inline_; }
+  size_t size_ = 0;
+  size_t capacity_ = 0;  // of heap_
+  uint32_t inline_[kInline];
+  std::unique_ptr<uint32_t[]> heap_;  // when more than kInline
+};
 
 class Dyadic {
  public:
@@ -27,7 +57,6 @@ class Dyadic {
   int Compare(const Dyadic& o) const { return (*this - o).Sign(); }
 
  private:
-  using Limbs = std::vector<uint32_t>;  // little-endian magnitude
   static Limbs Shifted(const Limbs& a, int bits);
   static int CompareMag(const Limbs& a, const Limbs& b);
   static Limbs AddMag(const Limbs& a, const Limbs& b);

@@ -107,7 +107,7 @@ TEST_F(AllocTest, OneRowEveryKindDtypeAndIsaAllocatesNothing) {
     for (size_t cols : {1u, 17u, 896u, 4097u}) {
       for (const DTypes& t : AllDTypes()) {
         Buffers dense(t, 1, cols), strided(t, 1, cols, cols + 3, cols + 5);
-        for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+        for (simdnorm_kind kind : AllKinds()) {
           for (int weights = 0; weights < 4; ++weights) {
             simdnorm_desc d[3] = {
                 Desc(kind, t, dense, weights, 0, false),
@@ -136,7 +136,7 @@ TEST_F(AllocTest, OneRowEveryKindDtypeAndIsaAllocatesNothing) {
 TEST_F(AllocTest, ManyRowsOneThreadAllocatesNothing) {
   for (const DTypes& t : AllDTypes()) {
     Buffers b(t, 256, 896);
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       const simdnorm_desc d = Desc(kind, t, b, 3, 1, false);
       EXPECT_EQ(AllocationsOf(10,
                               [&] {
@@ -216,7 +216,7 @@ TEST_F(AllocTest, ManyRowsOverTbbThreads) {
   }
   constexpr size_t kCalls = 200;
   for (size_t mt : {size_t{0}, size_t{2}}) {
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       const simdnorm_desc d = Desc(kind, t, b, 3, mt, false);
       auto call = [&] {
         if (simdnorm_normalize(&d) != SIMDNORM_OK) std::abort();

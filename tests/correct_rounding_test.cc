@@ -158,7 +158,11 @@ size_t ExpectOracle(const Inputs& in, const std::vector<uint16_t>& y) {
       mean /= n;
     }
     for (long double v : row) ss += (v - mean) * (v - mean);
-    const long double r_ = 1.0L / std::sqrt(ss / n + in.eps);
+    // The contract's 1 / denominator for each kind (simdnorm.h).
+    const long double r_ =
+        in.kind == SIMDNORM_L2NORM
+            ? 1.0L / std::max(std::sqrt(ss), static_cast<long double>(in.eps))
+            : 1.0L / std::sqrt(ss / n + in.eps);
     for (size_t j = 0; j < n; ++j) {
       const float g0 = in.gamma.empty()
                            ? 1.0f
@@ -194,7 +198,7 @@ const Family kFamilies[] = {Family::kStdNormal, Family::kLargeMean,
 TEST(CorrectRounding, EveryIsaMatchesTheReferenceAndTheOracle) {
   const size_t rows = 4;
   size_t checked = 0, total = 0;
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (const DTypes& t : AllDTypes()) {
       if (!Is16(t.y)) continue;
       for (size_t cols : {896u, 897u}) {
@@ -222,7 +226,7 @@ TEST(CorrectRounding, EveryIsaMatchesTheReferenceAndTheOracle) {
 
 TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
   const size_t rows = 3, cols = 897;
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
       for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
         for (int variant = 0; variant < 4; ++variant) {
@@ -275,6 +279,7 @@ TEST(CorrectRounding, ExactTiesGoToEvenAndNearTiesToTheirSide) {
     const size_t cols = gamma.size();
     std::vector<float> x(cols);
     for (size_t j = 0; j < cols; ++j) x[j] = j % 2 ? -1.0f : 1.0f;
+    // The kinds whose xhat is then exactly +-1 (L2's is +-1/sqrt(n)).
     for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
       Inputs in;
       in.kind = kind;
@@ -314,7 +319,7 @@ TEST(CorrectRounding, ExactTiesGoToEvenAndNearTiesToTheirSide) {
 // either side; every ISA must agree with the reference and the oracle.
 TEST(CorrectRounding, NearTiesOfRealRows) {
   const size_t rows = 6, cols = 1024;
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
       const Half h = HalfOf(yt);
       const std::vector<float> x = MakeRows(Family::kStdNormal, 1, cols, 3u);
@@ -407,7 +412,7 @@ TEST(CorrectRounding, SignsOfZero) {
 TEST(CorrectRounding, InPlace) {
   const size_t rows = 5, cols = 897;
   for (simdnorm_dtype t : {SIMDNORM_BF16, SIMDNORM_F16}) {
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       Inputs in;
       in.kind = kind;
       in.x_type = t;
@@ -468,7 +473,7 @@ Int8Out ExpectSameInt8OnEveryIsa(const Inputs& in, size_t group) {
 }
 
 TEST(CorrectRounding, Int8FromTheExactY) {
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
       for (size_t group : {0u, 64u, 100u}) {
         for (Family f : kFamilies) {

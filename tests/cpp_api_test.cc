@@ -26,6 +26,15 @@
 namespace simdnorm_test {
 namespace {
 
+// Every kind of the registry, through the C++ API's accessors.
+std::vector<simdnorm::Kind> CppKinds() {
+  std::vector<simdnorm::Kind> kinds;
+  for (size_t i = 0; i < simdnorm::op_count(); ++i) {
+    kinds.push_back(static_cast<simdnorm::Kind>(simdnorm::op_at(i)->kind));
+  }
+  return kinds;
+}
+
 using simdnorm::Status;
 
 SIMDNORM_ISA_FIXTURE(CppApiTest);
@@ -64,9 +73,21 @@ void ExpectSameBitsAsC(simdnorm::Kind kind, size_t rows, size_t cols,
   const P* b = params ? static_cast<const P*>(beta.data()) : nullptr;
   simdnorm::Options opt;
   opt.eps = eps;
-  const Status s = kind == simdnorm::Kind::kLayerNorm
-                       ? simdnorm::layer_norm(xv, yv, g, b, opt)
-                       : simdnorm::rms_norm(xv, yv, g, b, opt);
+  // The named form where the kind has one, else the kind-generic one.
+  Status s;
+  switch (kind) {
+    case simdnorm::Kind::kLayerNorm:
+      s = simdnorm::layer_norm(xv, yv, g, b, opt);
+      break;
+    case simdnorm::Kind::kRMSNorm:
+      s = simdnorm::rms_norm(xv, yv, g, b, opt);
+      break;
+    case simdnorm::Kind::kL2Norm:
+      s = simdnorm::l2_norm(xv, yv, g, b, opt);
+      break;
+    default:
+      s = simdnorm::norm(kind, xv, yv, g, b, opt);
+  }
   ASSERT_EQ(s, Status::kOk) << what << ": " << simdnorm::to_string(s);
 
   simdnorm_desc d{};
@@ -92,8 +113,7 @@ void ExpectSameBitsAsC(simdnorm::Kind kind, size_t rows, size_t cols,
 
 template <class X, class Y, class P>
 void SameBitsAllShapes() {
-  for (simdnorm::Kind kind :
-       {simdnorm::Kind::kLayerNorm, simdnorm::Kind::kRMSNorm}) {
+  for (simdnorm::Kind kind : CppKinds()) {
     ExpectSameBitsAsC<X, Y, P>(kind, 5, 897, 0, 0, true, 1e-5f);
     ExpectSameBitsAsC<X, Y, P>(kind, 3, 33, 40, 35, false, 0.0f);
     ExpectSameBitsAsC<X, Y, P>(kind, 64, 128, 0, 130, true, 1.0f);
@@ -561,13 +581,16 @@ void ExpectAddNormSameBitsAsC(simdnorm::Kind kind, bool with_sum,
   TypedRows<X> sum_cpp(rows, cols, cols + 1, {}), sum_c = sum_cpp;
   const simdnorm::Rows<X> sum_view =
       with_sum ? sum_cpp.view() : simdnorm::Rows<X>();
-  const Status s = kind == simdnorm::Kind::kLayerNorm
-                       ? simdnorm::add_layer_norm(
-                             x.cview(), res.cview(), y_cpp.view(), sum_view,
-                             gamma.v.data(), beta.v.data(), opt)
-                       : simdnorm::add_rms_norm(
-                             x.cview(), res.cview(), y_cpp.view(), sum_view,
-                             gamma.v.data(), beta.v.data(), opt);
+  const Status s =
+      kind == simdnorm::Kind::kLayerNorm
+          ? simdnorm::add_layer_norm(x.cview(), res.cview(), y_cpp.view(),
+                                     sum_view, gamma.v.data(), beta.v.data(),
+                                     opt)
+      : kind == simdnorm::Kind::kRMSNorm
+          ? simdnorm::add_rms_norm(x.cview(), res.cview(), y_cpp.view(),
+                                   sum_view, gamma.v.data(), beta.v.data(), opt)
+          : simdnorm::add_norm(kind, x.cview(), res.cview(), y_cpp.view(),
+                               sum_view, gamma.v.data(), beta.v.data(), opt);
   ASSERT_EQ(s, Status::kOk) << what << ": " << simdnorm::to_string(s);
 
   simdnorm_desc d{};
@@ -626,8 +649,7 @@ void ExpectAddNormSameBitsAsC(simdnorm::Kind kind, bool with_sum,
 
 template <class X, class Y, class P>
 void AddNormAllOptions() {
-  for (simdnorm::Kind kind :
-       {simdnorm::Kind::kLayerNorm, simdnorm::Kind::kRMSNorm}) {
+  for (simdnorm::Kind kind : CppKinds()) {
     for (bool with_sum : {true, false}) {
       simdnorm::Options opt;
       ExpectAddNormSameBitsAsC<X, Y, P>(kind, with_sum, opt);
@@ -709,8 +731,11 @@ void ExpectNormQuantSameBitsAsC(simdnorm::Kind kind, size_t group) {
       kind == simdnorm::Kind::kLayerNorm
           ? simdnorm::layer_norm_quant(x.cview(), qv, s_cpp.data(), group,
                                        gamma.v.data(), beta.v.data())
-          : simdnorm::rms_norm_quant(x.cview(), qv, s_cpp.data(), group,
-                                     gamma.v.data(), beta.v.data());
+      : kind == simdnorm::Kind::kRMSNorm
+          ? simdnorm::rms_norm_quant(x.cview(), qv, s_cpp.data(), group,
+                                     gamma.v.data(), beta.v.data())
+          : simdnorm::norm_quant(kind, x.cview(), qv, s_cpp.data(), group,
+                                 gamma.v.data(), beta.v.data());
   ASSERT_EQ(st, Status::kOk) << what << ": " << simdnorm::to_string(st);
   simdnorm_desc d{};
   d.kind = static_cast<simdnorm_kind>(kind);
@@ -762,8 +787,7 @@ TEST_P(CppApiTest, NormQuantGivesTheBitsOfTheCApi) {
   using simdnorm::bf16;
   using simdnorm::f16;
   for (size_t group : {0u, 32u, 7u, 100u, 1000u}) {
-    for (simdnorm::Kind kind :
-         {simdnorm::Kind::kLayerNorm, simdnorm::Kind::kRMSNorm}) {
+    for (simdnorm::Kind kind : CppKinds()) {
       ExpectNormQuantSameBitsAsC<float, float>(kind, group);
       ExpectNormQuantSameBitsAsC<bf16, bf16>(kind, group);
       ExpectNormQuantSameBitsAsC<f16, float>(kind, group);

@@ -97,7 +97,7 @@ TEST_P(NumericalFaultsTest, EpsZeroAllZeroRowIsNaNAndIsolated) {
   for (size_t cols : {1u, 17u, 896u, 4097u}) {
     const std::vector<float> values = WithZeroRows(cols);
     for (const DTypes& t : AllDTypes()) {
-      for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      for (simdnorm_kind kind : AllKinds()) {
         for (bool weights : {false, true}) {
           const std::string what = What(kind, t, cols, weights, 0.0f);
           const Out all = Normalize(kind, t, 5, cols, values, 0.0f, weights);
@@ -159,7 +159,7 @@ TEST_P(NumericalFaultsTest, PositiveEpsAllZeroRowIsBeta) {
     for (const DTypes& t : AllDTypes()) {
       Matrix beta(t.param, 1, cols);
       beta.Fill(ParamData(false, cols));
-      for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      for (simdnorm_kind kind : AllKinds()) {
         for (float eps : {FLT_TRUE_MIN, 1e-5f}) {
           for (bool weights : {false, true}) {
             const std::string what = What(kind, t, cols, weights, eps);
@@ -205,7 +205,7 @@ TEST_P(NumericalFaultsTest, ExtremeMagnitudesWithinOneRow) {
         v[4 * cols + c] = odd ? FLT_TRUE_MIN : -FLT_TRUE_MIN;  // +-2^-149
         v[5 * cols + c] = c == 0 ? FLT_MIN : (odd ? 1e-30f : -3e-38f);
       }
-      for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      for (simdnorm_kind kind : AllKinds()) {
         for (bool weights : {false, true}) {
           for (float eps : {0.0f, 1e-5f}) {
             Case c;
@@ -234,7 +234,7 @@ TEST_P(NumericalFaultsTest, NonFiniteWeightsPoisonOnlyTheirColumn) {
     const size_t rows = 4;
     const std::vector<float>& values = RowData(Family::kTypical, rows, cols);
     for (const DTypes& t : AllDTypes()) {
-      for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+      for (simdnorm_kind kind : AllKinds()) {
         const Out base = Normalize(kind, t, rows, cols, values, 1e-5f, true);
         ASSERT_EQ(base.status, SIMDNORM_OK);
         const size_t col = cols / 2;
@@ -360,7 +360,7 @@ TEST(ReferenceBf16, InfiniteTruthRoundsToInfinity) {
   const float x[2] = {1.0f, 2.0f};
   const float inf = std::numeric_limits<float>::infinity();
   const float beta[2] = {inf, -inf};
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     uint16_t y[2] = {0, 0}, y_ref[2] = {0, 0};
     simdnorm_desc d{};
     d.kind = kind;
@@ -436,7 +436,7 @@ TEST(NaNPayload, IdenticalRowsGiveIdenticalBits) {
   size_t failures = 0;
   for (const std::string& isa : SupportedIsas()) {
     ASSERT_EQ(simdnorm_set_isa(isa.c_str()), SIMDNORM_OK);
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       for (simdnorm_dtype yt : {SIMDNORM_F32, SIMDNORM_BF16}) {
         const DTypes t{SIMDNORM_F32, yt, SIMDNORM_F32};
         Matrix x(t.x, kRows, kCols);

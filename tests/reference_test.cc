@@ -96,6 +96,7 @@ TEST(Reference, LayerNormOneTwoThreeFour) {
 
 TEST(Reference, AlternatingSignsHaveMeanZeroVarianceOne) {
   const std::vector<float> x = {1, -1, 1, -1, 1, -1, 1, -1};
+  // The kinds whose xhat has unit variance (L2's has unit norm).
   for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
     RefOut r = Ref(kind, x, 8, 0.0f);
     for (size_t i = 0; i < 8; ++i) EXPECT_EQ(r.out[i], x[i]) << KindName(kind);
@@ -171,7 +172,7 @@ TEST(Reference, Geometry) {
       const size_t rows = 3;
       const std::vector<float>& x = RowData(f, rows, n);
       for (float eps : {0.0f, 1e-5f, 1.0f}) {
-        for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+        for (simdnorm_kind kind : AllKinds()) {
           const RefOut r = Ref(kind, x, n, eps);
           for (size_t row = 0; row < rows; ++row) {
             const std::string what = std::string(KindName(kind)) + " " +
@@ -196,6 +197,11 @@ TEST(Reference, Geometry) {
             const long double nn = static_cast<long double>(n);
             if (kind == SIMDNORM_RMSNORM) {
               const long double want = std::sqrt(nn * st.ms / (st.ms + e));
+              ExpectClose(static_cast<double>(std::sqrt(sq)),
+                          static_cast<double>(want), 1e-10, what + " norm");
+            } else if (kind == SIMDNORM_L2NORM) {  // ||x|| / max(||x||, eps)
+              const long double norm = std::sqrt(nn * st.ms);
+              const long double want = norm / std::max(norm, e);
               ExpectClose(static_cast<double>(std::sqrt(sq)),
                           static_cast<double>(want), 1e-10, what + " norm");
             } else {
@@ -252,7 +258,7 @@ TEST(Reference, ConstantRows) {
 TEST(Reference, RoundsOnceToTheOutputType) {
   const size_t rows = 6, cols = 333;
   size_t bf16_elements = 0;
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (const DTypes& t : AllDTypes()) {
       if (t.y != SIMDNORM_F32 && t.y != SIMDNORM_BF16) continue;  // below
       Matrix x(t.x, rows, cols, cols + 3);
@@ -313,7 +319,7 @@ TEST(Reference, Bf16InputsWidenExactly) {
   Matrix xb(SIMDNORM_BF16, rows, cols);
   xb.Fill(values);
   std::vector<float> y(rows * cols);
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     const simdnorm_desc d = Desc(kind, xb.data(), SIMDNORM_BF16, rows, cols,
                                  y.data(), SIMDNORM_F32, 1e-5f);
     std::vector<double> out(rows * cols);
@@ -469,7 +475,7 @@ TEST(Reference, F16InputsWidenExactly) {
   values[5] = 0x1p-20f;  // a subnormal f16
   xh[5] = 0x0010;
   std::vector<float> y(rows * cols);
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     const simdnorm_desc d = Desc(kind, xh.data(), SIMDNORM_F16, rows, cols,
                                  y.data(), SIMDNORM_F32, 1e-5f);
     std::vector<double> out(rows * cols);
@@ -528,7 +534,7 @@ TEST(Reference, ResidualSumIsRoundedOnceToXType) {
     const std::vector<unsigned char> x = pack(c.x), r = pack(c.r);
     std::vector<unsigned char> sum(n * es, kSentinel);
     std::vector<float> y(n), y_direct(n);
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       const std::string what =
           std::string(DTypeName(c.type)) + " " + KindName(kind);
       simdnorm_desc d =
@@ -547,7 +553,9 @@ TEST(Reference, ResidualSumIsRoundedOnceToXType) {
         mean /= static_cast<double>(n);
       }
       for (double v : c.h_value) second += (v - mean) * (v - mean);
-      const double denom = std::sqrt(second / static_cast<double>(n));
+      const double denom = kind == SIMDNORM_L2NORM
+                                ? std::sqrt(second)
+                                : std::sqrt(second / static_cast<double>(n));
       for (size_t i = 0; i < n; ++i) {
         ExpectClose(out[i], (c.h_value[i] - mean) / denom, 1e-15,
                     what + " out " + std::to_string(i));
@@ -593,7 +601,7 @@ TEST(Reference, FusedAddInPlaceMatchesSeparateBuffers) {
       return m;
     };
     const std::vector<float> gamma = ParamData(true, cols);
-    for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_kind kind : AllKinds()) {
       const std::string what = std::string(DTypeName(t)) + " " + KindName(kind);
       auto desc = [&](const void* x, const void* res, void* y, void* sum) {
         simdnorm_desc d =

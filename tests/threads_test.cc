@@ -72,7 +72,7 @@ std::vector<DTypes> SomeDTypes() {
 }
 
 TEST_P(ThreadsTest, BitwiseIndependentOfMaxThreads) {
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (const DTypes& t : SomeDTypes()) {
       for (const auto& shape : {std::make_pair(size_t{1000}, size_t{896}),
                                 std::make_pair(size_t{5}, size_t{16384}),
@@ -91,7 +91,7 @@ TEST_P(ThreadsTest, BitwiseIndependentOfMaxThreads) {
 
 TEST_P(ThreadsTest, ConcurrentCallsMatchSequential) {
   std::vector<Problem> problems;
-  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+  for (simdnorm_kind kind : AllKinds()) {
     for (const DTypes& t : SomeDTypes()) {
       problems.push_back({kind, t, 200, 896});
     }

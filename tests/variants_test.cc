@@ -30,7 +30,7 @@ namespace {
 
 SIMDNORM_ISA_FIXTURE(VariantsTest);
 
-constexpr simdnorm_kind kKinds[] = {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM};
+const std::vector<simdnorm_kind> kKinds = AllKinds();
 constexpr simdnorm_dtype kFloatTypes[] = {SIMDNORM_F32, SIMDNORM_BF16,
                                           SIMDNORM_F16};
 constexpr size_t kCols[] = {1, 3, 64, 128, 896, 4097};

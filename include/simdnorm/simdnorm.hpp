@@ -246,21 +246,27 @@ inline bool same_shape(const Rows<const X>& x, const Rows<Y>& y) {
 template <class T>
 using nodeduce = typename identity<T>::type;
 
-template <class X, class Y, class P>
-Status norm(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
-            const P* beta, Options opt) {
-  static_assert(!kIsInt8<Y>,
+}  // namespace detail
+
+// Any kind of the registry of operations (op_at), for callers that
+// enumerate kinds; the named forms below are these with the kind set.
+template <class X, class Y, class P = float>
+Status norm(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
+            const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  static_assert(!detail::kIsInt8<Y>,
                 "int8_t output: use rms_norm_quant or "
                 "layer_norm_quant, which take the scales");
-  if (!same_shape(x, y)) return Status::kInvalidShape;
+  if (!detail::same_shape(x, y)) return Status::kInvalidShape;
   return normalize(make_desc(kind, x, y, gamma, beta, opt));
 }
 
-template <class X, class Y, class P>
-Status add_norm(Kind kind, Rows<const X> x, Rows<const X> residual, Rows<Y> y,
-                Rows<X> sum_out, const P* gamma, const P* beta, Options opt) {
-  if (!same_shape(x, residual) || !same_shape(x, y) ||
-      (sum_out.data != nullptr && !same_shape(x, sum_out))) {
+template <class X, class Y, class P = float>
+Status add_norm(Kind kind, Rows<const X> x,
+                Rows<const detail::nodeduce<X>> residual, Rows<Y> y,
+                Rows<detail::nodeduce<X>> sum_out, const P* gamma = nullptr,
+                const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  if (!detail::same_shape(x, residual) || !detail::same_shape(x, y) ||
+      (sum_out.data != nullptr && !detail::same_shape(x, sum_out))) {
     return Status::kInvalidShape;
   }
   simdnorm_desc d = make_desc(kind, x, y, gamma, beta, opt);
@@ -271,27 +277,27 @@ Status add_norm(Kind kind, Rows<const X> x, Rows<const X> residual, Rows<Y> y,
   return normalize(d);
 }
 
-template <class X, class P>
+template <class X, class P = float>
 Status norm_quant(Kind kind, Rows<const X> x, Rows<int8_t> q, float* scales,
-                  size_t group, const P* gamma, const P* beta, Options opt) {
-  if (!same_shape(x, q)) return Status::kInvalidShape;
+                  size_t group, const P* gamma = nullptr,
+                  const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  if (!detail::same_shape(x, q)) return Status::kInvalidShape;
   simdnorm_desc d = make_desc(kind, x, q, gamma, beta, opt);
   d.y_scale = scales;
   d.quant_group = group;
   return normalize(d);
 }
-}  // namespace detail
 
 template <class X, class Y, class P = float>
 Status layer_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
                   const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
-  return detail::norm(Kind::kLayerNorm, x, y, gamma, beta, opt);
+  return norm(Kind::kLayerNorm, x, y, gamma, beta, opt);
 }
 
 template <class X, class Y, class P = float>
 Status rms_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
                 const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
-  return detail::norm(Kind::kRMSNorm, x, y, gamma, beta, opt);
+  return norm(Kind::kRMSNorm, x, y, gamma, beta, opt);
 }
 
 // y = x / max(||x||_2, eps) * gamma (+ beta): torch.nn.functional.normalize
@@ -300,7 +306,7 @@ template <class X, class Y, class P = float>
 Status l2_norm(Rows<const X> x, Rows<Y> y, const P* gamma = nullptr,
                const detail::nodeduce<P>* beta = nullptr,
                Options opt = {1e-12f}) {
-  return detail::norm(Kind::kL2Norm, x, y, gamma, beta, opt);
+  return norm(Kind::kL2Norm, x, y, gamma, beta, opt);
 }
 
 // Fused residual add: h = x + residual, rounded once to X, is stored in
@@ -312,8 +318,7 @@ Status add_layer_norm(Rows<const X> x, Rows<const detail::nodeduce<X>> residual,
                       const P* gamma = nullptr,
                       const detail::nodeduce<P>* beta = nullptr,
                       Options opt = {}) {
-  return detail::add_norm(Kind::kLayerNorm, x, residual, y, sum_out, gamma,
-                          beta, opt);
+  return add_norm(Kind::kLayerNorm, x, residual, y, sum_out, gamma, beta, opt);
 }
 
 template <class X, class Y, class P = float>
@@ -322,8 +327,7 @@ Status add_rms_norm(Rows<const X> x, Rows<const detail::nodeduce<X>> residual,
                     const P* gamma = nullptr,
                     const detail::nodeduce<P>* beta = nullptr,
                     Options opt = {}) {
-  return detail::add_norm(Kind::kRMSNorm, x, residual, y, sum_out, gamma, beta,
-                          opt);
+  return add_norm(Kind::kRMSNorm, x, residual, y, sum_out, gamma, beta, opt);
 }
 
 // vLLM's fused_add_rms_norm, both in place: residual becomes x + residual
@@ -332,9 +336,8 @@ template <class X, class P = float>
 Status fused_add_rms_norm(Rows<X> x, Rows<detail::nodeduce<X>> residual,
                           const P* gamma = nullptr, Options opt = {}) {
   static_assert(!std::is_const_v<X>, "both views are updated in place");
-  return detail::add_norm(Kind::kRMSNorm, Rows<const X>(x),
-                          Rows<const X>(residual), x, residual, gamma,
-                          static_cast<const P*>(nullptr), opt);
+  return add_norm(Kind::kRMSNorm, Rows<const X>(x), Rows<const X>(residual), x,
+                  residual, gamma, static_cast<const P*>(nullptr), opt);
 }
 
 // Floats of scales per row for int8 output in groups of `group` elements (0
@@ -351,8 +354,7 @@ Status layer_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
                         size_t group, const P* gamma = nullptr,
                         const detail::nodeduce<P>* beta = nullptr,
                         Options opt = {}) {
-  return detail::norm_quant(Kind::kLayerNorm, x, q, scales, group, gamma, beta,
-                            opt);
+  return norm_quant(Kind::kLayerNorm, x, q, scales, group, gamma, beta, opt);
 }
 
 template <class X, class P = float>
@@ -360,8 +362,7 @@ Status rms_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
                       size_t group, const P* gamma = nullptr,
                       const detail::nodeduce<P>* beta = nullptr,
                       Options opt = {}) {
-  return detail::norm_quant(Kind::kRMSNorm, x, q, scales, group, gamma, beta,
-                            opt);
+  return norm_quant(Kind::kRMSNorm, x, q, scales, group, gamma, beta, opt);
 }
 
 // The registry of operations (simdnorm.h): every kind, with what it accepts.

@@ -2,8 +2,17 @@
 
 namespace simdnorm_test {
 
+std::vector<simdnorm_kind> AllKinds() {
+  std::vector<simdnorm_kind> kinds;
+  for (size_t i = 0; const simdnorm_op_info* op = simdnorm_op_at(i); ++i) {
+    kinds.push_back(op->kind);
+  }
+  return kinds;
+}
+
 const char* KindName(simdnorm_kind k) {
-  return k == SIMDNORM_LAYERNORM ? "LayerNorm" : "RMSNorm";
+  const simdnorm_op_info* op = simdnorm_op_of(k);
+  return op ? op->title : "?";
 }
 
 const char* DTypeName(simdnorm_dtype t) {

@@ -10,6 +10,10 @@
 
 namespace simdnorm_test {
 
+// Every kind of the library's registry of operations (simdnorm_op_at), in
+// order: the tests that hold for any kind loop over these.
+std::vector<simdnorm_kind> AllKinds();
+// Its title in the registry ("LayerNorm", "RMSNorm", "L2Norm").
 const char* KindName(simdnorm_kind k);
 const char* DTypeName(simdnorm_dtype t);
 
