@@ -48,6 +48,7 @@ def _no_grad_error(who, name):
 
 
 def _check_grad(who, x, weight, bias=None):
+    """Raises if autograd is on and a tensor requires grad."""
     if _is_grad_enabled():
         for name, t in (("input", x), ("weight", weight), ("bias", bias)):
             if t is not None and t.requires_grad:
@@ -75,12 +76,13 @@ def _shape(normalized_shape):
 
 
 def _param(who, name, p, shape):
-    """Checks a weight or bias."""
-    _tensor(p, name, who)
+    """Checks a weight or bias; its simdnorm dtype."""
+    dtype = _tensor(p, name, who)
     if p.shape != shape:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"{name} has shape {tuple(p.shape)}, "
                           f"normalized_shape is {tuple(shape)}")
+    return dtype
 
 
 def _params(who, shape, weight, bias):
@@ -89,25 +91,24 @@ def _params(who, shape, weight, bias):
     if weight is None:
         if bias is None:
             return 0, 0, _core.F32, None
-        _param(who, "bias", bias, shape)
-        dtype = bias.dtype
+        param_type = _param(who, "bias", bias, shape)
     else:
-        _param(who, "weight", weight, shape)
-        dtype = weight.dtype
-        if bias is not None:
-            _param(who, "bias", bias, shape)
-            if bias.dtype != dtype:
-                dtype = torch.float32
+        param_type = _param(who, "weight", weight, shape)
+        if bias is not None and _param(who, "bias", bias,
+                                       shape) != param_type:
+            param_type = _core.F32
+            weight = weight.float()
+            bias = bias.float()
     gamma = beta = 0
     if weight is not None:
-        if weight.dtype != dtype or not weight.is_contiguous():
-            weight = weight.to(dtype).contiguous()
+        if not weight.is_contiguous():
+            weight = weight.contiguous()
         gamma = weight.data_ptr()
     if bias is not None:
-        if bias.dtype != dtype or not bias.is_contiguous():
-            bias = bias.to(dtype).contiguous()
+        if not bias.is_contiguous():
+            bias = bias.contiguous()
         beta = bias.data_ptr()
-    return gamma, beta, _DTYPES[dtype], (weight, bias)
+    return gamma, beta, param_type, (weight, bias)
 
 
 def _rows_of(t, ndim):
@@ -163,41 +164,56 @@ def _run(who, kind, x, y, ndim, cols, gamma, beta, param_type, eps, flags,
 
 def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
                y_dtype=None, gamma_offset=0.0):
-    """The functional forms: y = a new tensor of x's shape."""
+    """The functional forms: y = a new tensor of x's shape. Written for the
+    common call (contiguous x, one normalized dimension), whose Python
+    overhead is most of the time of a small call."""
     x_type = _tensor(x, "input", who)
-    shape = _shape(normalized_shape)
+    if type(normalized_shape) is int:
+        shape = (normalized_shape,)
+    else:
+        shape = tuple(normalized_shape)
     ndim = len(shape)
-    if ndim == 0 or x.shape[x.dim() - ndim:] != shape or x.dim() < ndim:
+    if ndim == 1:
+        cols = shape[0]
+        if x.dim() == 0 or x.shape[-1] != cols:
+            ndim = 0  # reported below
+    else:
+        cols = math.prod(shape)
+        if x.dim() < ndim or x.shape[x.dim() - ndim:] != shape:
+            ndim = 0
+    if ndim == 0:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"input of shape {tuple(x.shape)} does not end in "
-                          f"normalized_shape {tuple(shape)}")
-    cols = shape[0] if ndim == 1 else math.prod(shape)
+                          f"normalized_shape {shape}")
     if cols == 0:
         raise _rows.error(_core.INVALID_SHAPE, who, "rows of 0 elements")
-    _check_grad(who, x, weight, bias)
+    if _is_grad_enabled():
+        _check_grad(who, x, weight, bias)
     if weight is None and bias is None:
         gamma = beta = 0
         param_type = _core.F32
         keep = None
     else:
         gamma, beta, param_type, keep = _params(who, shape, weight, bias)
+    contiguous = x.is_contiguous()
     if y_dtype is None:
         y_type = x_type
-        y = torch.empty_like(x) if x.is_contiguous() else torch.empty_like(
+        y = torch.empty_like(x) if contiguous else torch.empty_like(
             x, memory_format=torch.contiguous_format)
     else:
         y_type = _DTYPES[y_dtype]
         y = torch.empty_like(x, dtype=y_dtype,
                              memory_format=torch.contiguous_format)
-    if x.is_contiguous():
+    if contiguous:
         # The common case, without the general planner: one dense call.
         rows = x.numel() // cols
         if rows:
-            _rows.check(_core.normalize(
+            status = _core.normalize(
                 kind, rows, cols, x.data_ptr(), cols, y.data_ptr(), cols,
-                gamma, beta, x_type | y_type << 4 | param_type << 8,
-                float(eps), gamma_offset, flags, torch.get_num_threads()),
-                who)
+                gamma, beta, x_type | y_type << 4 | param_type << 8, eps,
+                gamma_offset, flags, torch.get_num_threads())
+            if status:
+                raise _rows.error(status, who)
     else:
         _run(who, kind, x, y, ndim, cols, gamma, beta, param_type,
              float(eps), flags, gamma_offset)
