@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -112,6 +113,193 @@ PyObject* Address(PyObject*, PyObject* obj) {
   return address;
 }
 
+// The torch layer's common call, with the tensors' attributes read here:
+// in Python each attribute costs an interpreted step, and the ~20 of one
+// call were half its time at one row. torch_setup() hands over the objects
+// compared against (torch's dtypes, torch.strided) and torch.empty_like.
+struct Torch {
+  PyObject* dtypes[3] = {};  // indexed by simdnorm_dtype: F32, BF16, F16
+  PyObject* strided = nullptr;
+  PyObject* empty_like = nullptr;
+  PyObject* is_grad_enabled = nullptr;
+  PyObject* get_num_threads = nullptr;
+  // Interned attribute and method names.
+  PyObject *dtype, *is_cpu, *layout, *shape, *is_contiguous, *data_ptr,
+      *requires_grad;
+} torch_objects;
+
+// max_threads of the last torch_normalize call, for the tests (threads
+// follow torch.get_num_threads(); the results are the same bits anyway).
+std::atomic<size_t> last_torch_threads{0};
+
+// A new reference, or nullptr with the error cleared.
+PyObject* Attr(PyObject* o, PyObject* name) {
+  PyObject* v = PyObject_GetAttr(o, name);
+  if (v == nullptr) PyErr_Clear();
+  return v;
+}
+PyObject* Method(PyObject* o, PyObject* name) {
+  PyObject* v = PyObject_CallMethodNoArgs(o, name);  // no bound method made
+  if (v == nullptr) PyErr_Clear();
+  return v;
+}
+
+// A dense strided CPU tensor of a simdnorm dtype and `cols` elements in its
+// last dimension (any, when cols is 0: then set to it), with its row count;
+// false for anything else (the Python path then decides, and explains).
+struct Dense {
+  int dtype = -1;
+  size_t rows = 0, cols = 0, dims = 0;
+  uintptr_t data = 0;
+};
+bool DenseTensor(PyObject* t, size_t cols, Dense* out) {
+  const Torch& T = torch_objects;
+  py::object dtype = py::reinterpret_steal<py::object>(Attr(t, T.dtype));
+  if (!dtype) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (dtype.ptr() == T.dtypes[i]) out->dtype = i;
+  }
+  if (out->dtype < 0) return false;
+  py::object cpu = py::reinterpret_steal<py::object>(Attr(t, T.is_cpu));
+  py::object layout = py::reinterpret_steal<py::object>(Attr(t, T.layout));
+  if (cpu.ptr() != Py_True || layout.ptr() != T.strided) return false;
+  py::object shape = py::reinterpret_steal<py::object>(Attr(t, T.shape));
+  if (!shape || !PyTuple_Check(shape.ptr())) return false;
+  const Py_ssize_t dims = PyTuple_GET_SIZE(shape.ptr());
+  if (dims == 0) return false;
+  size_t numel = 1;
+  for (Py_ssize_t i = 0; i < dims; ++i) {
+    const size_t n = PyLong_AsSize_t(PyTuple_GET_ITEM(shape.ptr(), i));
+    if (n == static_cast<size_t>(-1) && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    numel *= n;
+  }
+  const size_t last = PyLong_AsSize_t(PyTuple_GET_ITEM(shape.ptr(), dims - 1));
+  if (last == 0 || (cols != 0 && last != cols)) return false;
+  py::object contiguous =
+      py::reinterpret_steal<py::object>(Method(t, T.is_contiguous));
+  if (contiguous.ptr() != Py_True) return false;
+  py::object data = py::reinterpret_steal<py::object>(Method(t, T.data_ptr));
+  if (!data) return false;
+  out->data = PyLong_AsSize_t(data.ptr());
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  out->cols = last;
+  out->rows = numel / last;
+  out->dims = static_cast<size_t>(dims);
+  return true;
+}
+
+// The last dimension normalized_shape names when it names one (an int, or
+// a sequence of one int); 0 otherwise.
+size_t OneDimension(PyObject* normalized_shape) {
+  PyObject* n = normalized_shape;
+  PyObject* item = nullptr;
+  if (!PyLong_Check(n)) {
+    if (!PySequence_Check(n) || PySequence_Size(n) != 1) {
+      PyErr_Clear();
+      return 0;
+    }
+    item = PySequence_GetItem(n, 0);
+    n = item;
+  }
+  const size_t cols = n && PyLong_Check(n) ? PyLong_AsSize_t(n) : 0;
+  Py_XDECREF(item);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return 0;
+  }
+  return cols;
+}
+
+// True when autograd is on and any of the tensors (or None) requires grad.
+bool NeedsGrad(PyObject* const* tensors, int count) {
+  const Torch& T = torch_objects;
+  py::object on =
+      py::reinterpret_steal<py::object>(PyObject_CallNoArgs(T.is_grad_enabled));
+  if (on.ptr() != Py_True) {
+    PyErr_Clear();
+    return on.ptr() != Py_False;  // an error: let the Python path decide
+  }
+  for (int i = 0; i < count; ++i) {
+    if (tensors[i] == Py_None) continue;
+    py::object r =
+        py::reinterpret_steal<py::object>(Attr(tensors[i], T.requires_grad));
+    if (r.ptr() != Py_False) return true;
+  }
+  return false;
+}
+
+// torch_normalize(kind, x, normalized_shape, weight, bias, eps,
+// gamma_offset, flags) -> y (a new tensor, torch.empty_like(x)), an int
+// status when the library refused the call (nothing written), or None when
+// the call is not the common one: normalized_shape one dimension, x a dense
+// CPU tensor of a simdnorm dtype ending in it, weight and bias None or dense
+// vectors of that length and one dtype, nothing requiring grad while
+// autograd is on. The Python path handles (and explains) everything else.
+// Threads: torch.get_num_threads().
+PyObject* TorchNormalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  const Torch& T = torch_objects;
+  if (nargs != 8 || T.empty_like == nullptr) {
+    PyErr_SetString(PyExc_TypeError,
+                    "torch_normalize takes 8 arguments, after torch_setup");
+    return nullptr;
+  }
+  const long kind = PyLong_AsLong(args[0]);
+  const double eps = PyFloat_AsDouble(args[5]);
+  const double gamma_offset = PyFloat_AsDouble(args[6]);
+  const size_t flags = PyLong_AsSize_t(args[7]);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  const size_t cols = OneDimension(args[2]);
+  if (cols == 0 || NeedsGrad(args + 3, 2) || NeedsGrad(args + 1, 1)) {
+    Py_RETURN_NONE;
+  }
+  py::object threads =
+      py::reinterpret_steal<py::object>(PyObject_CallNoArgs(T.get_num_threads));
+  const size_t max_threads = threads ? PyLong_AsSize_t(threads.ptr()) : 0;
+  if (PyErr_Occurred()) return nullptr;
+  last_torch_threads.store(max_threads, std::memory_order_relaxed);
+  Dense x, w, b;
+  if (!DenseTensor(args[1], cols, &x) || x.rows == 0 ||
+      (args[3] != Py_None && !DenseTensor(args[3], cols, &w)) ||
+      (args[4] != Py_None && !DenseTensor(args[4], cols, &b)) || w.dims > 1 ||
+      b.dims > 1 || (w.dtype >= 0 && b.dtype >= 0 && w.dtype != b.dtype)) {
+    Py_RETURN_NONE;
+  }
+  const int param_type = w.dtype >= 0 ? w.dtype : (b.dtype >= 0 ? b.dtype : 0);
+  // A contiguous tensor of x's shape and dtype (x is contiguous).
+  PyObject* y = PyObject_CallOneArg(torch_objects.empty_like, args[1]);
+  if (y == nullptr) return nullptr;
+  PyObject* y_data = Method(y, torch_objects.data_ptr);
+  const uintptr_t y_ptr = y_data ? PyLong_AsSize_t(y_data) : 0;
+  Py_XDECREF(y_data);
+  if (y_ptr == 0 || PyErr_Occurred()) {
+    Py_DECREF(y);
+    return nullptr;
+  }
+  const unsigned types =
+      static_cast<unsigned>(x.dtype | x.dtype << 4 | param_type << 8);
+  const simdnorm_desc d = Desc(
+      static_cast<int>(kind), x.rows, cols, x.data, cols, y_ptr, cols, w.data,
+      b.data, types, static_cast<float>(eps), static_cast<float>(gamma_offset),
+      static_cast<unsigned>(flags), max_threads, 0, 0, 0, 0);
+  PyThreadState* unlocked = PyEval_SaveThread();  // the GIL released
+  const simdnorm_status s = simdnorm_normalize(&d);
+  PyEval_RestoreThread(unlocked);
+  if (s != SIMDNORM_OK) {
+    Py_DECREF(y);
+    return PyLong_FromLong(s);
+  }
+  return y;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -150,6 +338,46 @@ PYBIND11_MODULE(_core, m) {
       "NULL; types = x | y << 4 | param << 8), the GIL released."};
   m.add_object("normalize", py::reinterpret_steal<py::object>(PyCFunction_NewEx(
                                 &normalize_def, nullptr, nullptr)));
+  static PyMethodDef torch_def = {
+      "torch_normalize",
+      reinterpret_cast<PyCFunction>(
+          reinterpret_cast<void (*)(void)>(TorchNormalize)),
+      METH_FASTCALL,
+      "torch_normalize(kind, x, normalized_shape, weight, bias, eps, "
+      "gamma_offset, flags) -> y, a status, or None: the torch layer's "
+      "common call (dense CPU tensors), None for any other."};
+  m.add_object("torch_normalize",
+               py::reinterpret_steal<py::object>(
+                   PyCFunction_NewEx(&torch_def, nullptr, nullptr)));
+  m.def(
+      "torch_setup",
+      [](py::object empty_like, py::object is_grad_enabled,
+         py::object get_num_threads, py::object f32, py::object bf16,
+         py::object f16, py::object strided) {
+        Torch& T = torch_objects;
+        // Kept for the process's life, as torch's own module is.
+        T.empty_like = empty_like.release().ptr();
+        T.is_grad_enabled = is_grad_enabled.release().ptr();
+        T.get_num_threads = get_num_threads.release().ptr();
+        T.dtypes[SIMDNORM_F32] = f32.release().ptr();
+        T.dtypes[SIMDNORM_BF16] = bf16.release().ptr();
+        T.dtypes[SIMDNORM_F16] = f16.release().ptr();
+        T.strided = strided.release().ptr();
+        T.dtype = PyUnicode_InternFromString("dtype");
+        T.is_cpu = PyUnicode_InternFromString("is_cpu");
+        T.layout = PyUnicode_InternFromString("layout");
+        T.shape = PyUnicode_InternFromString("shape");
+        T.is_contiguous = PyUnicode_InternFromString("is_contiguous");
+        T.data_ptr = PyUnicode_InternFromString("data_ptr");
+        T.requires_grad = PyUnicode_InternFromString("requires_grad");
+      },
+      "Hands torch.empty_like, torch.is_grad_enabled, "
+      "torch.get_num_threads, torch.float32, torch.bfloat16, torch.float16 "
+      "and torch.strided to torch_normalize.");
+  m.def(
+      "last_torch_threads",
+      [] { return last_torch_threads.load(std::memory_order_relaxed); },
+      "max_threads of the last torch_normalize call (for the tests).");
   static PyMethodDef address_def = {
       "address",
       reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(Address)),

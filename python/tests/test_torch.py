@@ -180,6 +180,13 @@ def test_strided_tensors_are_not_copied_and_agree():
                                             1e-6))
 
 
+def test_empty_and_one_dimensional_inputs():
+    assert st.layer_norm(torch.empty(0, 64), 64).shape == (0, 64)
+    assert st.rms_norm(torch.empty(3, 0, 8), [8]).shape == (3, 0, 8)
+    x = torch.randn(64)
+    assert torch.equal(st.layer_norm(x, 64), st.layer_norm(x[None], 64)[0])
+
+
 def test_any_other_layout_is_handled():
     base = torch.randn(64, 6)
     for x in (base.t(),  # last dimension not contiguous
@@ -377,6 +384,8 @@ def test_autograd_is_refused_clearly():
 
 
 def test_threads_follow_torch(monkeypatch):
+    # The common call (C++ reads torch.get_num_threads()) and the Python
+    # path (strided input, ops) both pass torch's thread count.
     seen = []
     original = simdnorm._core.normalize
 
@@ -391,10 +400,11 @@ def test_threads_follow_torch(monkeypatch):
             torch.set_num_threads(n)
             x = torch.randn(64, 32)
             st.layer_norm(x, (32,))
+            assert simdnorm._core.last_torch_threads() == n
             st.layer_norm(x.t().contiguous().t(), (32,))
             torch.ops.simdnorm.rms_norm(torch.empty_like(x), x,
                                         torch.ones(32), 1e-6)
-            assert seen == [n] * 3
+            assert seen == [n] * 2
             seen.clear()
     finally:
         torch.set_num_threads(threads)
@@ -426,6 +436,9 @@ def test_bad_inputs_raise_and_write_nothing():
          "does not end in normalized_shape")
     _bad(lambda: st.layer_norm(x, (64,), w[:63]), ValueError,
          "weight has shape")
+    _bad(lambda: st.layer_norm(x, (64,), w.reshape(1, 64)), ValueError,
+         "weight has shape")
+    _bad(lambda: st.layer_norm(x, 64, w, eps="1e-5"), TypeError, "")
     _bad(lambda: st.layer_norm(x, (64,), w, w.int()), TypeError,
          "bias has dtype torch.int32")
     _bad(lambda: st.layer_norm(x, (64,), eps=-1.0), ValueError,
