@@ -300,6 +300,12 @@ PyObject* TorchNormalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   return y;
 }
 
+// Adds a plain CPython function to the module.
+void AddFunction(py::module_& m, PyMethodDef* def) {
+  m.add_object(def->ml_name, py::reinterpret_steal<py::object>(
+                                 PyCFunction_NewEx(def, nullptr, nullptr)));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -336,8 +342,7 @@ PYBIND11_MODULE(_core, m) {
       "residual_stride, sum_out, sum_out_stride]) -> status: "
       "simdnorm_normalize on one descriptor (addresses as integers, 0 = "
       "NULL; types = x | y << 4 | param << 8), the GIL released."};
-  m.add_object("normalize", py::reinterpret_steal<py::object>(PyCFunction_NewEx(
-                                &normalize_def, nullptr, nullptr)));
+  AddFunction(m, &normalize_def);
   static PyMethodDef torch_def = {
       "torch_normalize",
       reinterpret_cast<PyCFunction>(
@@ -346,9 +351,7 @@ PYBIND11_MODULE(_core, m) {
       "torch_normalize(kind, x, normalized_shape, weight, bias, eps, "
       "gamma_offset, flags) -> y, a status, or None: the torch layer's "
       "common call (dense CPU tensors), None for any other."};
-  m.add_object("torch_normalize",
-               py::reinterpret_steal<py::object>(
-                   PyCFunction_NewEx(&torch_def, nullptr, nullptr)));
+  AddFunction(m, &torch_def);
   m.def(
       "torch_setup",
       [](py::object empty_like, py::object is_grad_enabled,
@@ -384,8 +387,7 @@ PYBIND11_MODULE(_core, m) {
       METH_O,
       "address(obj) -> int: where the buffer of obj (e.g. a NumPy array) "
       "starts."};
-  m.add_object("address", py::reinterpret_steal<py::object>(PyCFunction_NewEx(
-                              &address_def, nullptr, nullptr)));
+  AddFunction(m, &address_def);
 
   m.def(
       "reference_f64",
