@@ -12,9 +12,12 @@ it). Also the C library called directly on the same tensors (the
 torch layer itself (argument checks, the output's allocation, the call) is
 shown: `layer` = simdnorm.torch's time per call minus the library's.
 
-Times are medians of interleaved batches (each implementation in turn, ~4 ms
+Times are medians of interleaved batches (each implementation in turn, ~10 ms
 per batch), in ns per row; ratios are torch's time over simdnorm's (above 1:
-simdnorm faster). Prints a Markdown table and writes a PNG bar chart of the
+simdnorm faster). One-thread rows are timed with the calling thread's CPU
+time (time.thread_time: everything runs on that thread, and other processes
+on a shared machine then cost little), rows with more threads with wall
+time. Prints a Markdown table and writes a PNG bar chart of the
 ratios. Runs under torch.inference_mode(). Uses the simdnorm package found
 on sys.path, else the build tree's (build/*/python).
 """
@@ -57,8 +60,9 @@ def hf_rms_norm(x, weight, eps):
 
 
 def cases(kind, x, w, b, eps):
-    """The three callables of one shape: torch's, simdnorm.torch's, and
-    the C library's on a preallocated output."""
+    """The callables of one shape: torch's, simdnorm.torch's, the C
+    library's on a preallocated output, and (16-bit x) simdnorm.torch's
+    with fast_rounding."""
     n = x.shape[-1]
     y = torch.empty_like(x)
     types = _CODES[x.dtype] * 0x111  # x, y and the weights of x's dtype
@@ -68,6 +72,9 @@ def cases(kind, x, w, b, eps):
 
         def mine():
             return st.layer_norm(x, (n,), w, b, eps)
+
+        def fast():
+            return st.layer_norm(x, (n,), w, b, eps, fast_rounding=True)
         flags, beta = 0, b.data_ptr()
     else:
         def ref():
@@ -75,6 +82,9 @@ def cases(kind, x, w, b, eps):
 
         def mine():
             return st.rms_norm(x, (n,), w, eps)
+
+        def fast():
+            return st.rms_norm(x, (n,), w, eps, fast_rounding=True)
         flags, beta = _core.ROUND_NORMALIZED, 0
     args = (_core.LAYERNORM if kind == "layernorm" else _core.RMSNORM,
             x.shape[0], n, x.data_ptr(), n, y.data_ptr(), n, w.data_ptr(),
@@ -82,20 +92,22 @@ def cases(kind, x, w, b, eps):
 
     def library(y=y):  # y (and x, w, b) kept alive by the closures
         return _core.normalize(*args, torch.get_num_threads())
-    return ref, mine, library
+    if x.dtype == torch.float32:
+        return ref, mine, library  # fast_rounding changes 16-bit y only
+    return ref, mine, library, fast
 
 
-def measure(calls, batches, batch_s):
+def measure(calls, batches, batch_s, clock):
     """Median seconds per call of each callable, from interleaved batches."""
     counts = []
     for f in calls:  # calibrate: calls per batch of ~batch_s
         f()
         n, t = 1, 0.0
         while True:
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 f()
-            t = time.perf_counter() - t0
+            t = clock() - t0
             if t >= batch_s / 4 or n >= 1 << 20:
                 break
             n *= 2
@@ -103,10 +115,10 @@ def measure(calls, batches, batch_s):
     times = [[] for _ in calls]
     for _ in range(batches):
         for i, (f, n) in enumerate(zip(calls, counts)):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(n):
                 f()
-            times[i].append((time.perf_counter() - t0) / n)
+            times[i].append((clock() - t0) / n)
     return [statistics.median(t) for t in times]
 
 
@@ -118,8 +130,8 @@ def main():
     parser.add_argument("--threads", default="1,all",
                         help="thread counts; all = os.cpu_count()")
     parser.add_argument("--kinds", default="layernorm,rmsnorm")
-    parser.add_argument("--batches", type=int, default=9)
-    parser.add_argument("--batch-ms", type=float, default=4.0)
+    parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument("--batch-ms", type=float, default=10.0)
     parser.add_argument("--plot", default="torch_compare.png",
                         help="PNG to write ('' for none)")
     opt = parser.parse_args()
@@ -135,12 +147,13 @@ def main():
           f"torch {torch.__version__}, {cpus} CPUs; load average "
           f"{os.getloadavg()[0]:.2f} at start")
     peer = {"layernorm": "F.layer_norm", "rmsnorm": "HF RMSNorm"}
-    print("\nns per row (lower is better); ratio = torch / simdnorm.torch; "
-          "layer = simdnorm.torch's time per call minus the C library's "
-          "(us)\n")
+    print("\nns per row (lower is better); ratio = torch / simdnorm.torch "
+          "(correctly rounded, the default); fast = simdnorm.torch with "
+          "fast_rounding=True (16-bit only) and its ratio; layer = "
+          "simdnorm.torch's time per call minus the C library's (us)\n")
     print("| kind | dtype | hidden | rows | threads | torch | simdnorm.torch "
-          "| C library | ratio | layer us |")
-    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
+          "| C library | ratio | layer us | fast | fast ratio |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     results = []
     torch.manual_seed(0)
     start = time.time()
@@ -155,18 +168,28 @@ def main():
                         calls = cases(kind, x, w, b, 1e-5)
                         for n in threads:
                             torch.set_num_threads(n)
-                            ref, mine, lib = measure(calls, opt.batches,
-                                                     opt.batch_ms / 1e3)
+                            clock = (time.thread_time if n == 1 else
+                                     time.perf_counter)
+                            ref, mine, lib, *fast = measure(
+                                calls, opt.batches, opt.batch_ms / 1e3, clock)
                             ratio = ref / mine
-                            results.append((kind, dtype, hidden, rows, n,
-                                            ratio))
+                            results.append((kind, str(dtype)[6:], hidden,
+                                            rows, n, ratio))
+                            extra = "| - | - |"
+                            if fast:
+                                results.append((kind, str(dtype)[6:] +
+                                                " fast", hidden, rows, n,
+                                                ref / fast[0]))
+                                extra = (f"| {fast[0] / rows * 1e9:.0f} | "
+                                         f"{ref / fast[0]:.2f}x |")
                             print(f"| {kind} | {str(dtype)[6:]} | {hidden} | "
                                   f"{rows} | {n} | {peer[kind]} "
                                   f"{ref / rows * 1e9:.0f} | "
                                   f"{mine / rows * 1e9:.0f} | "
                                   f"{lib / rows * 1e9:.0f} | "
                                   f"{ratio:.2f}x | "
-                                  f"{(mine - lib) * 1e6:.2f} |", flush=True)
+                                  f"{(mine - lib) * 1e6:.2f} {extra}",
+                                  flush=True)
     torch.set_num_threads(cpus)
     print(f"\n{time.time() - start:.0f} s; load average "
           f"{os.getloadavg()[0]:.2f} at the end")
@@ -176,29 +199,41 @@ def main():
 
 
 def plot(results, path):
+    """One panel per kind and thread count; bars per dtype over shapes."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups = sorted({(k, d, n) for k, d, _, _, n, _ in results},
-                    key=lambda g: (g[0], str(g[1]), g[2]))
-    shapes = sorted({(h, r) for _, _, h, r, _, _ in results})
-    fig, ax = plt.subplots(figsize=(max(8, 1.2 * len(shapes) * 1.6), 5))
-    width = 0.8 / len(groups)
-    for i, g in enumerate(groups):
-        ratios = {(h, r): ratio for k, d, h, r, n, ratio in results
-                  if (k, d, n) == g}
-        xs = [j + i * width for j in range(len(shapes))]
-        ax.bar(xs, [ratios.get(s, 0) for s in shapes], width,
-               label=f"{g[0]} {str(g[1])[6:]} {g[2]} thread(s)")
-    ax.axhline(1.0, color="black", linewidth=0.8)
-    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(shapes))])
-    ax.set_xticklabels([f"hidden {h}\n{r} rows" for h, r in shapes])
-    ax.set_yscale("log")
-    ax.set_ylabel("torch time / simdnorm.torch time (log)")
-    ax.set_title("simdnorm.torch against F.layer_norm and the eager Hugging "
-                 "Face RMSNorm (above 1: simdnorm faster)")
-    ax.legend(fontsize=7, ncol=2)
+    kinds = sorted({r[0] for r in results})
+    threads = sorted({r[4] for r in results})
+    dtypes = sorted({r[1] for r in results})
+    shapes = sorted({(r[2], r[3]) for r in results})
+    peer = {"layernorm": "F.layer_norm", "rmsnorm": "eager HF RMSNorm"}
+    fig, axes = plt.subplots(len(kinds), len(threads), squeeze=False,
+                             sharey=True,
+                             figsize=(4 + 1.1 * len(shapes) * len(threads),
+                                      3.2 * len(kinds)))
+    width = 0.8 / len(dtypes)
+    for (i, kind), (j, n) in ((a, b) for a in enumerate(kinds)
+                              for b in enumerate(threads)):
+        ax = axes[i][j]
+        for k, dtype in enumerate(dtypes):
+            ratios = {(r[2], r[3]): r[5] for r in results
+                      if (r[0], r[1], r[4]) == (kind, dtype, n)}
+            ax.bar([x + k * width for x in range(len(shapes))],
+                   [ratios.get(shape, 0) for shape in shapes], width,
+                   label=dtype, color=f"C{k}")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(shapes))])
+        ax.set_xticklabels([f"{h}\n{r} rows" for h, r in shapes],
+                           fontsize=7)
+        ax.set_title(f"{kind} vs {peer[kind]}, {n} thread(s)", fontsize=9)
+        if j == 0:
+            ax.set_ylabel("torch time / simdnorm time")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("simdnorm.torch speed-up over PyTorch (above 1: faster; "
+                 "hidden size, rows)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -11,7 +11,9 @@ them out: a tensor whose last dimension is contiguous is never copied (one
 library call when its leading dimensions merge into evenly spaced rows, one
 per outer index when not), any other layout is copied first. 16-bit results
 are correctly rounded (the library's contract: include/simdnorm/simdnorm.h),
-where torch's are not always. Threads follow torch.get_num_threads().
+where torch's are not always; `fast_rounding=True` (functions, modules,
+`patch`) rounds the float32 result instead: within one ulp, about 3x faster
+in bfloat16. Threads follow torch.get_num_threads().
 
 There is no backward pass: a tensor that requires grad while autograd is on
 raises RuntimeError (under torch.no_grad() or torch.inference_mode()
@@ -230,25 +232,35 @@ def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
     return y
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _rounding(fast_rounding):
+    return _core.FAST_ROUNDING if fast_rounding else 0
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *,
+               fast_rounding=False):
     """torch.nn.functional.layer_norm: (x - mean) / sqrt(var + eps) *
     weight + bias over the last len(normalized_shape) dimensions, in the
-    input's dtype (16-bit results correctly rounded)."""
+    input's dtype. 16-bit results are correctly rounded; fast_rounding=True
+    rounds the float32 result instead (within one ulp, about 3x faster:
+    SIMDNORM_FAST_ROUNDING)."""
     return _normalize("simdnorm.torch.layer_norm", _core.LAYERNORM, input,
-                      normalized_shape, weight, bias, eps, 0)
+                      normalized_shape, weight, bias, eps,
+                      _rounding(fast_rounding))
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
+def rms_norm(input, normalized_shape, weight=None, eps=None, *,
+             fast_rounding=False):
     """torch.nn.functional.rms_norm (PyTorch 2.4): x / sqrt(mean(x^2) +
     eps) over the last len(normalized_shape) dimensions, rounded to the
     input's dtype, times weight, in the input's dtype. eps=None is
-    torch.finfo(input.dtype).eps."""
+    torch.finfo(input.dtype).eps. fast_rounding as in layer_norm."""
     who = "simdnorm.torch.rms_norm"
     if eps is None:
         _tensor(input, "input", who)
         eps = torch.finfo(input.dtype).eps
     return _normalize(who, _core.RMSNORM, input, normalized_shape, weight,
-                      None, eps, _core.ROUND_NORMALIZED)
+                      None, eps,
+                      _core.ROUND_NORMALIZED | _rounding(fast_rounding))
 
 
 # Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/
@@ -324,12 +336,20 @@ _lib.impl("layer_norm", _layer_norm_op, "CPU")
 
 class LayerNorm(torch.nn.LayerNorm):
     """torch.nn.LayerNorm (same constructor, parameters and state_dict)
-    computed by simdnorm."""
+    computed by simdnorm; fast_rounding as in layer_norm."""
+
+    def __init__(self, *args, fast_rounding=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fast_rounding = fast_rounding
+
+    def extra_repr(self):
+        return super().extra_repr() + (
+            ", fast_rounding=True" if self.fast_rounding else "")
 
     def forward(self, input):
         return _normalize("simdnorm.torch.LayerNorm", _core.LAYERNORM, input,
                           self.normalized_shape, self.weight, self.bias,
-                          self.eps, 0)
+                          self.eps, _rounding(self.fast_rounding))
 
 
 class RMSNorm(torch.nn.Module):
@@ -339,11 +359,13 @@ class RMSNorm(torch.nn.Module):
     with x / rms rounded to x's dtype first.
 
     weight_offset=1 is Gemma's RMSNorm instead: weight initialized to zeros,
-    the scale (1 + weight) in float32, one rounding to x's dtype."""
+    the scale (1 + weight) in float32, one rounding to x's dtype.
+    fast_rounding as in layer_norm."""
 
     def __init__(self, hidden_size, eps=1e-6, *, weight_offset=0.0,
-                 device=None, dtype=None):
+                 fast_rounding=False, device=None, dtype=None):
         super().__init__()
+        self.fast_rounding = fast_rounding
         init = torch.zeros if weight_offset else torch.ones
         self.weight = torch.nn.Parameter(
             init(hidden_size, device=device, dtype=dtype))
@@ -356,24 +378,25 @@ class RMSNorm(torch.nn.Module):
 
     def forward(self, hidden_states):
         x = hidden_states
+        flags = _rounding(self.fast_rounding)
         if self.weight_offset:
             return _normalize("simdnorm.torch.RMSNorm", _core.RMSNORM, x,
                               self.weight.shape, self.weight, None,
-                              self.variance_epsilon, 0,
+                              self.variance_epsilon, flags,
                               gamma_offset=self.weight_offset)
         y_dtype = None
         if self.weight.dtype != x.dtype:
             y_dtype = torch.promote_types(self.weight.dtype, x.dtype)
         return _normalize("simdnorm.torch.RMSNorm", _core.RMSNORM, x,
                           self.weight.shape, self.weight, None,
-                          self.variance_epsilon, _core.ROUND_NORMALIZED,
-                          y_dtype=y_dtype)
+                          self.variance_epsilon,
+                          _core.ROUND_NORMALIZED | flags, y_dtype=y_dtype)
 
     def extra_repr(self):
-        offset = f", weight_offset={self.weight_offset:g}" if (
-            self.weight_offset) else ""
-        return f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}" + (
-            offset)
+        text = f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}"
+        if self.weight_offset:
+            text += f", weight_offset={self.weight_offset:g}"
+        return text + (", fast_rounding=True" if self.fast_rounding else "")
 
 
 # Hugging Face RMSNorm classes that scale by (1 + weight) (Gemma's, and the
@@ -381,7 +404,7 @@ class RMSNorm(torch.nn.Module):
 _OFFSET_PREFIXES = ("Gemma", "Qwen3Next")
 
 
-def _replacement(module):
+def _replacement(module, fast_rounding):
     """simdnorm's module for a torch or Hugging Face norm module (sharing
     its parameters), or None for any other module."""
     if isinstance(module, (LayerNorm, RMSNorm)):
@@ -391,7 +414,8 @@ def _replacement(module):
         if cls.forward is not torch.nn.LayerNorm.forward:
             return None  # a subclass with its own forward
         new = LayerNorm(module.normalized_shape, module.eps,
-                        module.elementwise_affine, device="meta")
+                        module.elementwise_affine, device="meta",
+                        fast_rounding=fast_rounding)
         new.weight = module.weight
         new.bias = module.bias
     elif cls.__name__.endswith("RMSNorm") and cls.__module__.split(
@@ -404,7 +428,7 @@ def _replacement(module):
             return None
         offset = 1.0 if cls.__name__.startswith(_OFFSET_PREFIXES) else 0.0
         new = RMSNorm(weight.shape[0], eps, weight_offset=offset,
-                      device="meta")
+                      fast_rounding=fast_rounding, device="meta")
         new.weight = weight
     else:
         return None
@@ -412,7 +436,7 @@ def _replacement(module):
     return new
 
 
-def patch(model):
+def patch(model, *, fast_rounding=False):
     """Swaps, in place, every torch.nn.LayerNorm and every Hugging
     Face-style RMSNorm (a class named *RMSNorm with a 1-d `weight` and
     `variance_epsilon` or `eps`) inside `model` for simdnorm's LayerNorm or
@@ -420,11 +444,13 @@ def patch(model):
     Gemma's classes (and Qwen3Next's), which scale by (1 + weight), become
     RMSNorm(weight_offset=1). Returns how many modules were swapped. Hooks
     registered on the old modules are not carried over; `model` itself is
-    not swapped (only its children)."""
+    not swapped (only its children). fast_rounding=True makes the new
+    modules round their 16-bit results from float32 (within one ulp, about
+    3x faster) instead of correctly."""
     swapped = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            new = _replacement(child)
+            new = _replacement(child, fast_rounding)
             if new is not None:
                 setattr(parent, name, new)
                 swapped += 1

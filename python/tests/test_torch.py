@@ -11,7 +11,7 @@ import torch.nn.functional as F  # noqa: E402
 
 import simdnorm  # noqa: E402
 import simdnorm.torch as st  # noqa: E402
-from bounds import assert_correctly_rounded, assert_f32_bound  # noqa: E402
+from bounds import assert_correctly_rounded, assert_f32_bound, ulp  # noqa
 
 torch.manual_seed(17)
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
@@ -133,6 +133,20 @@ def test_rms_norm_is_hugging_faces(dtype):
         differ = (y != hf).double().mean().item()
         assert differ < 0.01
         torch.testing.assert_close(y.float(), hf.float(), rtol=2**-7, atol=0)
+
+
+def test_fast_rounding_is_within_one_ulp():
+    x = torch.randn(32, 896, dtype=torch.bfloat16)
+    w, b = _params(896, torch.bfloat16)
+    for f, kind, args, options in (
+            (st.layer_norm, "layernorm", (w, b), {}),
+            (st.rms_norm, "rmsnorm", (w,), {"round_normalized": True})):
+        fast = f(x, (896,), *args, eps=1e-5, fast_rounding=True)
+        exact, _ = _exact(kind, x, *args, eps=1e-5, **options)
+        err = np.abs(_f32(fast).astype(np.float64) - exact)
+        assert (err <= ulp(exact, "bfloat16") * 1.01).all()
+        same = (fast == f(x, (896,), *args, eps=1e-5)).double().mean()
+        assert same.item() > 0.99
 
 
 def test_rms_norm_default_eps_is_finfo_eps():
@@ -341,6 +355,8 @@ def test_patch_keeps_outputs(dtype):
     weights = {n: p for n, p in model.named_parameters()}
     assert st.patch(model) == 6
     assert st.patch(model) == 0  # idempotent
+    assert not model[0].post.fast_rounding
+    assert st.patch(_model(dtype), fast_rounding=True) == 6
     assert isinstance(model[0].input_layernorm, st.RMSNorm)
     assert isinstance(model[0].post, st.LayerNorm)
     assert model[1].gemma_norm.weight_offset == 1.0
