@@ -111,9 +111,9 @@ class Layer(torch.nn.Module):
 
 
 class Decoder(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, layers=LAYERS):
         super().__init__()
-        self.layers = torch.nn.ModuleList(Layer() for _ in range(LAYERS))
+        self.layers = torch.nn.ModuleList(Layer() for _ in range(layers))
         self.norm = Qwen2RMSNorm(HIDDEN, EPS)
 
     def forward(self, x, position, caches):
@@ -159,7 +159,7 @@ def unwrap_norms(model):
 def run(model, prompt, tokens, steps):
     """Prefill, then decode steps: (prefill s, norm s, decode s per token,
     norm s per token, final hidden states of every step)."""
-    caches = [[] for _ in range(LAYERS)]
+    caches = [[] for _ in model.layers]
     Timed.total = 0.0
     t0 = time.perf_counter()
     out = [model(prompt, 0, caches)]
@@ -178,19 +178,21 @@ def main():
     parser.add_argument("--tokens", type=int, default=16)
     parser.add_argument("--threads", type=int, default=0,
                         help="torch.set_num_threads (0: torch's default)")
+    parser.add_argument("--layers", type=int, default=LAYERS,
+                        help="fewer for a quick check (the test runs 2)")
     opt = parser.parse_args()
     if opt.threads:
         torch.set_num_threads(opt.threads)
     torch.manual_seed(0)
     t0 = time.perf_counter()
-    model = Decoder().to(torch.bfloat16).eval()
+    model = Decoder(opt.layers).to(torch.bfloat16).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("layernorm.weight") or name == "norm.weight":
                 p.uniform_(0.5, 1.5)  # not all ones: the weight matters
     params = sum(p.numel() for p in model.parameters())
     made = time.perf_counter() - t0
-    print(f"Qwen2-0.5B-shaped decoder: {LAYERS} layers, {params / 1e6:.0f}M "
+    print(f"Qwen2-0.5B-shaped decoder: {opt.layers} layers, {params / 1e6:.0f}M "
           f"parameters (bfloat16, seeded random, {made:.1f} s to make), "
           f"{torch.get_num_threads()} thread(s), torch "
           f"{torch.__version__}, simdnorm {simdnorm.__version__} "
