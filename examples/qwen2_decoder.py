@@ -192,9 +192,9 @@ def main():
                 p.uniform_(0.5, 1.5)  # not all ones: the weight matters
     params = sum(p.numel() for p in model.parameters())
     made = time.perf_counter() - t0
-    print(f"Qwen2-0.5B-shaped decoder: {opt.layers} layers, {params / 1e6:.0f}M "
-          f"parameters (bfloat16, seeded random, {made:.1f} s to make), "
-          f"{torch.get_num_threads()} thread(s), torch "
+    print(f"Qwen2-0.5B-shaped decoder: {opt.layers} layers, "
+          f"{params / 1e6:.0f}M parameters (bfloat16, seeded random, "
+          f"{made:.1f} s to make), {torch.get_num_threads()} thread(s), torch "
           f"{torch.__version__}, simdnorm {simdnorm.__version__} "
           f"({simdnorm.active_isa()})")
     prompt = torch.randn(opt.prompt, HIDDEN).to(torch.bfloat16)
