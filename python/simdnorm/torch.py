@@ -34,7 +34,8 @@ import torch
 from . import _core
 from . import _rows
 
-__all__ = ["layer_norm", "rms_norm", "LayerNorm", "RMSNorm", "patch"]
+__all__ = ["layer_norm", "rms_norm", "normalize", "LayerNorm", "RMSNorm",
+           "patch"]
 
 _DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
            torch.float16: _core.F16}
@@ -261,6 +262,25 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, *,
     return _normalize(who, _core.RMSNORM, input, normalized_shape, weight,
                       None, eps,
                       _core.ROUND_NORMALIZED | _rounding(fast_rounding))
+
+
+def normalize(input, p=2.0, dim=-1, eps=1e-12, out=None):
+    """torch.nn.functional.normalize for p = 2 over the last dimension:
+    x / max(||x||_2, eps), in the input's dtype (L2 normalization of the
+    registry; other p and dim raise ValueError). out: as F.normalize's."""
+    who = "simdnorm.torch.normalize"
+    x_type = _tensor(input, "input", who)
+    if p != 2 or dim not in (-1, input.dim() - 1):
+        raise ValueError(f"{who}: p=2 over the last dimension only "
+                         f"(p={p}, dim={dim})")
+    y = _normalize(who, _core.L2NORM, input, input.shape[-1:], None, None,
+                   eps, 0)
+    if out is None:
+        return y
+    if _tensor(out, "out", who) != x_type or out.shape != input.shape:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          "out must have input's shape and dtype")
+    return out.copy_(y)
 
 
 # Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/

@@ -149,6 +149,23 @@ def test_fast_rounding_is_within_one_ulp():
         assert same.item() > 0.99
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_normalize_is_f_normalize(dtype):
+    x = torch.randn(5, 3, 64).to(dtype)
+    y = st.normalize(x)
+    assert y.dtype == dtype
+    _check(y, "l2norm", x, eps=1e-12)
+    if dtype == torch.float32:
+        torch.testing.assert_close(y, F.normalize(x, dim=-1), rtol=0,
+                                   atol=1e-6)
+    out = torch.empty_like(x)
+    assert st.normalize(x, out=out) is out and torch.equal(out, y)
+    with pytest.raises(ValueError, match="p=2 over the last dimension"):
+        st.normalize(x, p=1)
+    with pytest.raises(ValueError, match="p=2 over the last dimension"):
+        st.normalize(x, dim=0)
+
+
 def test_rms_norm_default_eps_is_finfo_eps():
     x = torch.randn(4, 64, dtype=torch.bfloat16) * 1e-3
     y = st.rms_norm(x, 64)
