@@ -39,7 +39,6 @@ __all__ = ["layer_norm", "rms_norm", "normalize", "LayerNorm", "RMSNorm",
 
 _DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
            torch.float16: _core.F16}
-_ITEMSIZE = _rows.ITEMSIZE
 _is_grad_enabled = torch._C.is_grad_enabled
 _core.torch_setup(torch.empty_like, _is_grad_enabled, torch.get_num_threads,
                   torch.float32, torch.bfloat16, torch.float16, torch.strided)
