@@ -37,7 +37,10 @@ def _check(y, kind, x, weight=None, bias=None, eps=1e-5, **options):
     exact, xhat = _exact(kind, x, weight, bias, eps, **options)
     values = y.detach().double().numpy().reshape(exact.shape)
     if y.dtype == torch.float32:
-        assert_f32_bound(values, exact, xhat, _f32(weight), _f32(bias), kind)
+        scale = _f32(weight)  # the bound's |gamma| is the scale's
+        if scale is not None:
+            scale = scale + np.float32(options.get("gamma_offset", 0.0))
+        assert_f32_bound(values, exact, xhat, scale, _f32(bias), kind)
     else:
         assert_correctly_rounded(values, exact, NAMES[y.dtype])
     return exact, xhat
@@ -367,6 +370,18 @@ def _model(dtype):
 def test_patch_keeps_outputs(dtype):
     model = _model(dtype)
     x = torch.randn(5, 64).to(dtype)
+    # Each norm's input in the unpatched run, to check the new module on it.
+    inputs = {}
+    norms = {n: m for n, m in model.named_modules()
+             if type(m).__name__.endswith(("RMSNorm", "LayerNorm"))}
+
+    def keep(name):
+        def hook(module, args, out):  # returns None: the output stays
+            inputs[name] = args[0]
+        return hook
+
+    for name, m in norms.items():
+        m.register_forward_hook(keep(name))
     with torch.no_grad():
         expected = model(x)
     weights = {n: p for n, p in model.named_parameters()}
@@ -378,6 +393,22 @@ def test_patch_keeps_outputs(dtype):
     assert isinstance(model[0].post, st.LayerNorm)
     assert model[1].gemma_norm.weight_offset == 1.0
     assert {n: p for n, p in model.named_parameters()} == weights
+    # Every swapped module, on its old input: within the contract's bounds
+    # of the float64 truth of the old module's math.
+    for name, old in norms.items():
+        new = model.get_submodule(name)
+        with torch.no_grad():
+            y = new(inputs[name])
+        if isinstance(old, torch.nn.LayerNorm):
+            _check(y, "layernorm", inputs[name], old.weight, old.bias,
+                   old.eps)
+        elif isinstance(old, GemmaRMSNorm):
+            _check(y, "rmsnorm", inputs[name], old.weight, None, old.eps,
+                   gamma_offset=1.0)
+        else:
+            _check(y, "rmsnorm", inputs[name], old.weight, None,
+                   old.variance_epsilon, round_normalized=True)
+    # And the whole model: the same outputs but for those roundings.
     with torch.no_grad():
         y = model(x)
     tol = 1e-5 if dtype == torch.float32 else 0.05
