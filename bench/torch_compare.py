@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""simdnorm against PyTorch's own norms, in one command:
+
+    python3 bench/torch_compare.py [--plot torch_compare.png]
+
+LayerNorm: simdnorm.torch.layer_norm against ATen's F.layer_norm.
+RMSNorm: simdnorm.torch.rms_norm against Hugging Face's eager LlamaRMSNorm
+(the same rounding order). Rows {1, 64, 4096}, hidden {896, 4096}, float32
+and bfloat16, one thread and all (torch.set_num_threads; simdnorm follows
+it). Also the C library called directly on the same tensors (the
+`_core.normalize` entry with a preallocated output), so that the cost of the
+torch layer itself (argument checks, the output's allocation, the call) is
+shown: `layer` = simdnorm.torch's time per call minus the library's.
+
+Times are medians of interleaved batches (each implementation in turn, ~10 ms
+per batch), in ns per row; ratios are torch's time over simdnorm's (above 1:
+simdnorm faster). One-thread rows are timed with the calling thread's CPU
+time (time.thread_time: everything runs on that thread, and other processes
+on a shared machine then cost little), rows with more threads with wall
+time. Prints a Markdown table and writes a PNG bar chart of the
+ratios. Runs under torch.inference_mode(). Uses the simdnorm package found
+on sys.path, else the build tree's (build/*/python).
+"""
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import simdnorm
+except ImportError:
+    here = os.path.dirname(os.path.abspath(__file__))
+    trees = sorted(glob.glob(os.path.join(here, "..", "build", "*", "python",
+                                          "simdnorm", "_core*.so")),
+                   key=os.path.getmtime)
+    if not trees:
+        sys.exit("simdnorm is not importable and no build tree has it: "
+                 "build with cmake, or set PYTHONPATH")
+    sys.path.insert(0, os.path.dirname(os.path.dirname(trees[-1])))
+    import simdnorm
+import simdnorm.torch as st  # noqa: E402
+from simdnorm import _core  # noqa: E402
+
+_CODES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16}
+
+
+def hf_rms_norm(x, weight, eps):
+    """Hugging Face's LlamaRMSNorm.forward (transformers), verbatim."""
+    input_dtype = x.dtype
+    h = x.to(torch.float32)
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * h.to(input_dtype)
+
+
+def cases(kind, x, w, b, eps):
+    """The callables of one shape: torch's, simdnorm.torch's, the C
+    library's on a preallocated output, and (16-bit x) simdnorm.torch's
+    with fast_rounding."""
+    n = x.shape[-1]
+    y = torch.empty_like(x)
+    types = _CODES[x.dtype] * 0x111  # x, y and the weights of x's dtype
+    if kind == "layernorm":
+        def ref():
+            return F.layer_norm(x, (n,), w, b, eps)
+
+        def mine():
+            return st.layer_norm(x, (n,), w, b, eps)
+
+        def fast():
+            return st.layer_norm(x, (n,), w, b, eps, fast_rounding=True)
+        flags, beta = 0, b.data_ptr()
+    else:
+        def ref():
+            return hf_rms_norm(x, w, eps)
+
+        def mine():
+            return st.rms_norm(x, (n,), w, eps)
+
+        def fast():
+            return st.rms_norm(x, (n,), w, eps, fast_rounding=True)
+        flags, beta = _core.ROUND_NORMALIZED, 0
+    args = (_core.LAYERNORM if kind == "layernorm" else _core.RMSNORM,
+            x.shape[0], n, x.data_ptr(), n, y.data_ptr(), n, w.data_ptr(),
+            beta, types, eps, 0.0, flags)
+
+    def library(y=y):  # y (and x, w, b) kept alive by the closures
+        return _core.normalize(*args, torch.get_num_threads())
+    if x.dtype == torch.float32:
+        return ref, mine, library  # fast_rounding changes 16-bit y only
+    return ref, mine, library, fast
+
+
+def measure(calls, batches, batch_s, clock):
+    """Median seconds per call of each callable, from interleaved batches."""
+    counts = []
+    for f in calls:  # calibrate: calls per batch of ~batch_s
+        f()
+        n, t = 1, 0.0
+        while True:
+            t0 = clock()
+            for _ in range(n):
+                f()
+            t = clock() - t0
+            if t >= batch_s / 4 or n >= 1 << 20:
+                break
+            n *= 2
+        counts.append(max(1, int(n * batch_s / max(t, 1e-9))))
+    times = [[] for _ in calls]
+    for _ in range(batches):
+        for i, (f, n) in enumerate(zip(calls, counts)):
+            t0 = clock()
+            for _ in range(n):
+                f()
+            times[i].append((clock() - t0) / n)
+    return [statistics.median(t) for t in times]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", default="1,64,4096")
+    parser.add_argument("--hidden", default="896,4096")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--threads", default="1,all",
+                        help="thread counts; all = os.cpu_count()")
+    parser.add_argument("--kinds", default="layernorm,rmsnorm")
+    parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument("--batch-ms", type=float, default=10.0)
+    parser.add_argument("--plot", default="torch_compare.png",
+                        help="PNG to write ('' for none)")
+    opt = parser.parse_args()
+    cpus = os.cpu_count()
+    threads = [cpus if t == "all" else int(t) for t in opt.threads.split(",")]
+    threads = list(dict.fromkeys(threads))
+    rows_list = [int(r) for r in opt.rows.split(",")]
+    hiddens = [int(h) for h in opt.hidden.split(",")]
+    dtypes = [getattr(torch, d) for d in opt.dtypes.split(",")]
+    kinds = opt.kinds.split(",")
+
+    print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
+          f"torch {torch.__version__}, {cpus} CPUs; load average "
+          f"{os.getloadavg()[0]:.2f} at start")
+    peer = {"layernorm": "F.layer_norm", "rmsnorm": "HF RMSNorm"}
+    print("\nns per row (lower is better); ratio = torch / simdnorm.torch "
+          "(correctly rounded, the default); fast = simdnorm.torch with "
+          "fast_rounding=True (16-bit only) and its ratio; layer = "
+          "simdnorm.torch's time per call minus the C library's (us)\n")
+    print("| kind | dtype | hidden | rows | threads | torch | simdnorm.torch "
+          "| C library | ratio | layer us | fast | fast ratio |")
+    print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    results = []
+    torch.manual_seed(0)
+    start = time.time()
+    with torch.inference_mode():
+        for kind in kinds:
+            for dtype in dtypes:
+                for hidden in hiddens:
+                    for rows in rows_list:
+                        x = torch.randn(rows, hidden).to(dtype)
+                        w = (torch.rand(hidden) + 0.5).to(dtype)
+                        b = (torch.rand(hidden) - 0.5).to(dtype)
+                        calls = cases(kind, x, w, b, 1e-5)
+                        for n in threads:
+                            torch.set_num_threads(n)
+                            clock = (time.thread_time if n == 1 else
+                                     time.perf_counter)
+                            ref, mine, lib, *fast = measure(
+                                calls, opt.batches, opt.batch_ms / 1e3, clock)
+                            ratio = ref / mine
+                            results.append((kind, str(dtype)[6:], hidden,
+                                            rows, n, ratio))
+                            extra = "| - | - |"
+                            if fast:
+                                results.append((kind, str(dtype)[6:] +
+                                                " fast", hidden, rows, n,
+                                                ref / fast[0]))
+                                extra = (f"| {fast[0] / rows * 1e9:.0f} | "
+                                         f"{ref / fast[0]:.2f}x |")
+                            print(f"| {kind} | {str(dtype)[6:]} | {hidden} | "
+                                  f"{rows} | {n} | {peer[kind]} "
+                                  f"{ref / rows * 1e9:.0f} | "
+                                  f"{mine / rows * 1e9:.0f} | "
+                                  f"{lib / rows * 1e9:.0f} | "
+                                  f"{ratio:.2f}x | "
+                                  f"{(mine - lib) * 1e6:.2f} {extra}",
+                                  flush=True)
+    torch.set_num_threads(cpus)
+    print(f"\n{time.time() - start:.0f} s; load average "
+          f"{os.getloadavg()[0]:.2f} at the end")
+    if opt.plot:
+        plot(results, opt.plot)
+        print(f"wrote {opt.plot}")
+
+
+def plot(results, path):
+    """One panel per kind and thread count; bars per dtype over shapes."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kinds = sorted({r[0] for r in results})
+    threads = sorted({r[4] for r in results})
+    dtypes = sorted({r[1] for r in results})
+    shapes = sorted({(r[2], r[3]) for r in results})
+    peer = {"layernorm": "F.layer_norm", "rmsnorm": "eager HF RMSNorm"}
+    fig, axes = plt.subplots(len(kinds), len(threads), squeeze=False,
+                             sharey=True,
+                             figsize=(4 + 1.1 * len(shapes) * len(threads),
+                                      3.2 * len(kinds)))
+    width = 0.8 / len(dtypes)
+    for (i, kind), (j, n) in ((a, b) for a in enumerate(kinds)
+                              for b in enumerate(threads)):
+        ax = axes[i][j]
+        for k, dtype in enumerate(dtypes):
+            ratios = {(r[2], r[3]): r[5] for r in results
+                      if (r[0], r[1], r[4]) == (kind, dtype, n)}
+            ax.bar([x + k * width for x in range(len(shapes))],
+                   [ratios.get(shape, 0) for shape in shapes], width,
+                   label=dtype, color=f"C{k}")
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks([x + 0.4 - width / 2 for x in range(len(shapes))])
+        ax.set_xticklabels([f"{h}\n{r} rows" for h, r in shapes],
+                           fontsize=7)
+        ax.set_title(f"{kind} vs {peer[kind]}, {n} thread(s)", fontsize=9)
+        if j == 0:
+            ax.set_ylabel("torch time / simdnorm time")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("simdnorm.torch speed-up over PyTorch (above 1: faster; "
+                 "hidden size, rows)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,476 @@
+"""simdnorm for PyTorch: functions, custom ops, modules and `patch`.
+
+    import torch, simdnorm.torch
+    y = simdnorm.torch.layer_norm(x, (896,), w, b, 1e-5)  # F.layer_norm's
+    simdnorm.torch.patch(model)  # every LayerNorm and HF RMSNorm, in place
+    torch.ops.simdnorm.fused_add_rms_norm(x, residual, weight, 1e-6)  # vLLM's
+
+CPU tensors of float32, bfloat16 and float16; weights of the input's dtype
+or float32 (float16 and bfloat16 also serve); rows strided as torch lays
+them out: a tensor whose last dimension is contiguous is never copied (one
+library call when its leading dimensions merge into evenly spaced rows, one
+per outer index when not), any other layout is copied first. 16-bit results
+are correctly rounded (the library's contract: include/simdnorm/simdnorm.h),
+where torch's are not always; `fast_rounding=True` (functions, modules,
+`patch`) rounds the float32 result instead: within one ulp, about 3x faster
+in bfloat16. Threads follow torch.get_num_threads().
+
+There is no backward pass: a tensor that requires grad while autograd is on
+raises RuntimeError (under torch.no_grad() or torch.inference_mode()
+parameters that require grad are fine, as for torch's own modules).
+
+Rounding orders, by name: `rms_norm`, the `RMSNorm` module, and the
+`rms_norm` and `fused_add_rms_norm` ops follow Hugging Face's LlamaRMSNorm
+(and vLLM's CUDA kernel, and newer torch's F.rms_norm): x / rms is rounded
+to the input's dtype, then multiplied by the weight. `layer_norm` rounds
+once. `RMSNorm(..., weight_offset=1)` is Gemma's: (1 + weight) in float32,
+one rounding.
+"""
+
+import math
+
+import torch
+
+from . import _core
+from . import _rows
+
+__all__ = ["layer_norm", "rms_norm", "normalize", "LayerNorm", "RMSNorm",
+           "patch"]
+
+_DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
+           torch.float16: _core.F16}
+_is_grad_enabled = torch._C.is_grad_enabled
+_core.torch_setup(torch.empty_like, _is_grad_enabled, torch.get_num_threads,
+                  torch.float32, torch.bfloat16, torch.float16, torch.strided)
+
+
+def _no_grad_error(who, name):
+    return RuntimeError(
+        f"{who}: {name} requires grad and autograd is on, but simdnorm has "
+        "no backward pass yet; run under torch.no_grad() or "
+        "torch.inference_mode() (or detach the tensor)")
+
+
+def _check_grad(who, x, weight, bias=None):
+    """Raises if autograd is on and a tensor requires grad."""
+    if _is_grad_enabled():
+        for name, t in (("input", x), ("weight", weight), ("bias", bias)):
+            if getattr(t, "requires_grad", False):
+                raise _no_grad_error(who, name)
+
+
+def _tensor(t, name, who):
+    """The simdnorm dtype of a tensor that may be normalized (a strided CPU
+    tensor of float32, bfloat16 or float16); raises for any other."""
+    dtype = _DTYPES.get(getattr(t, "dtype", None))
+    if dtype is not None and t.is_cpu and t.layout is torch.strided:
+        return dtype
+    _rows.dtype_of(who, name, t, torch.Tensor, _DTYPES,
+                   "torch.float32, torch.bfloat16 and torch.float16")
+    raise _rows.error(_core.INVALID_ARGUMENT, who,
+                      f"{name} is a {t.layout} tensor on {t.device}; "
+                      "simdnorm takes strided CPU tensors",
+                      TypeError)
+
+
+def _shape(normalized_shape):
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return torch.Size(normalized_shape)
+
+
+def _param(who, name, p, shape):
+    """Checks a weight or bias; its simdnorm dtype."""
+    dtype = _tensor(p, name, who)
+    if p.shape != shape:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"{name} has shape {tuple(p.shape)}, "
+                          f"normalized_shape is {tuple(shape)}")
+    return dtype
+
+
+def _params(who, shape, weight, bias):
+    """(gamma address, beta address, param dtype, tensors to keep alive):
+    contiguous, of one dtype (float32 when theirs differ: exact)."""
+    if weight is None:
+        if bias is None:
+            return 0, 0, _core.F32, None
+        param_type = _param(who, "bias", bias, shape)
+    else:
+        param_type = _param(who, "weight", weight, shape)
+        if bias is not None and _param(who, "bias", bias,
+                                       shape) != param_type:
+            param_type = _core.F32
+            weight = weight.float()
+            bias = bias.float()
+    gamma = beta = 0
+    if weight is not None:
+        if not weight.is_contiguous():
+            weight = weight.contiguous()
+        gamma = weight.data_ptr()
+    if bias is not None:
+        if not bias.is_contiguous():
+            bias = bias.contiguous()
+        beta = bias.data_ptr()
+    return gamma, beta, param_type, (weight, bias)
+
+
+def _rows_of(t, ndim):
+    """`t` as a View whose rows are its last `ndim` dimensions flattened,
+    or None when those are not one contiguous run of elements."""
+    shape = t.shape
+    strides = t.stride()
+    expected = 1
+    for n, s in zip(reversed(shape[len(shape) - ndim:]),
+                    reversed(strides[len(strides) - ndim:])):
+        if n != 1 and s != expected:
+            return None
+        expected *= n
+    lead = tuple(shape[:len(shape) - ndim])
+    dtype = _DTYPES[t.dtype]
+    return lead, _rows.make_view(t.data_ptr(), dtype, lead + (expected,),
+                                 tuple(strides[:len(strides) - ndim]) + (1,))
+
+
+def _run(who, kind, x, y, ndim, cols, gamma, beta, param_type, eps, flags,
+         gamma_offset=0.0, residual=None, sum_out=None):
+    """Normalizes x into y (tensors of the same shape; rows: their last
+    `ndim` dimensions), through copies where a layout does not fit."""
+    tensors = [x, y, residual, sum_out]
+    views = [None] * 4
+    lead = None
+    copies = {}
+    for i, t in enumerate(tensors):
+        if t is None:
+            continue
+        described = _rows_of(t, ndim)
+        if described is None or any(s < cols and n > 1 for n, s in zip(
+                described[0], described[1].strides)):
+            # A layout the library cannot take: computed through a
+            # contiguous copy (inputs) or written back from one (outputs).
+            copies[i] = t.contiguous()
+            if i in (1, 3):
+                # The output aliases an input exactly (in place)? Share its
+                # copy, so that in-place stays in place.
+                for j in (0, 2):
+                    if tensors[j] is t and j in copies:
+                        copies[i] = copies[j]
+            described = _rows_of(copies[i], ndim)
+        lead, views[i] = described
+    _rows.run(who, kind, cols, lead, views[0], views[1], gamma, beta,
+              param_type, eps, flags=flags, gamma_offset=gamma_offset,
+              max_threads=torch.get_num_threads(), residual=views[2],
+              sum_out=views[3])
+    for i in (1, 3):
+        if i in copies:
+            tensors[i].copy_(copies[i])
+
+
+def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
+               y_dtype=None, gamma_offset=0.0):
+    """The functional forms: y = a new tensor of x's shape. The common call
+    (contiguous x, one normalized dimension, dense weights of one dtype)
+    goes through _core.torch_normalize, which reads the tensors' attributes
+    in C++: in Python they were half the time of a one-row call."""
+    if y_dtype is None:
+        y = _core.torch_normalize(kind, x, normalized_shape, weight, bias,
+                                  eps, gamma_offset, flags)
+        if y is not None:
+            if type(y) is int:
+                raise _rows.error(y, who)
+            return y
+    _check_grad(who, x, weight, bias)
+    x_type = _tensor(x, "input", who)
+    if type(normalized_shape) is int:
+        shape = (normalized_shape,)
+    else:
+        shape = tuple(normalized_shape)
+    ndim = len(shape)
+    if ndim == 1:
+        cols = shape[0]
+        if x.dim() == 0 or x.shape[-1] != cols:
+            ndim = 0  # reported below
+    else:
+        cols = math.prod(shape)
+        if x.dim() < ndim or x.shape[x.dim() - ndim:] != shape:
+            ndim = 0
+    if ndim == 0:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"input of shape {tuple(x.shape)} does not end in "
+                          f"normalized_shape {shape}")
+    if cols == 0:
+        raise _rows.error(_core.INVALID_SHAPE, who, "rows of 0 elements")
+    if weight is None and bias is None:
+        gamma = beta = 0
+        param_type = _core.F32
+        keep = None
+    else:
+        gamma, beta, param_type, keep = _params(who, shape, weight, bias)
+    contiguous = x.is_contiguous()
+    if y_dtype is None:
+        y_type = x_type
+        y = torch.empty_like(x) if contiguous else torch.empty_like(
+            x, memory_format=torch.contiguous_format)
+    else:
+        y_type = _DTYPES[y_dtype]
+        y = torch.empty_like(x, dtype=y_dtype,
+                             memory_format=torch.contiguous_format)
+    if contiguous:
+        # The common case, without the general planner: one dense call.
+        rows = x.numel() // cols
+        if rows:
+            status = _core.normalize(
+                kind, rows, cols, x.data_ptr(), cols, y.data_ptr(), cols,
+                gamma, beta, x_type | y_type << 4 | param_type << 8, eps,
+                gamma_offset, flags, torch.get_num_threads())
+            if status:
+                raise _rows.error(status, who)
+    else:
+        _run(who, kind, x, y, ndim, cols, gamma, beta, param_type,
+             float(eps), flags, gamma_offset)
+    del keep
+    return y
+
+
+def _rounding(fast_rounding):
+    return _core.FAST_ROUNDING if fast_rounding else 0
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *,
+               fast_rounding=False):
+    """torch.nn.functional.layer_norm: (x - mean) / sqrt(var + eps) *
+    weight + bias over the last len(normalized_shape) dimensions, in the
+    input's dtype. 16-bit results are correctly rounded; fast_rounding=True
+    rounds the float32 result instead (within one ulp, about 3x faster:
+    SIMDNORM_FAST_ROUNDING)."""
+    return _normalize("simdnorm.torch.layer_norm", _core.LAYERNORM, input,
+                      normalized_shape, weight, bias, eps,
+                      _rounding(fast_rounding))
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None, *,
+             fast_rounding=False):
+    """torch.nn.functional.rms_norm (PyTorch 2.4): x / sqrt(mean(x^2) +
+    eps) over the last len(normalized_shape) dimensions, rounded to the
+    input's dtype, times weight, in the input's dtype. eps=None is
+    torch.finfo(input.dtype).eps. fast_rounding as in layer_norm."""
+    who = "simdnorm.torch.rms_norm"
+    if eps is None:
+        _tensor(input, "input", who)
+        eps = torch.finfo(input.dtype).eps
+    return _normalize(who, _core.RMSNORM, input, normalized_shape, weight,
+                      None, eps,
+                      _core.ROUND_NORMALIZED | _rounding(fast_rounding))
+
+
+def normalize(input, p=2.0, dim=-1, eps=1e-12, out=None):
+    """torch.nn.functional.normalize for p = 2 over the last dimension:
+    x / max(||x||_2, eps), in the input's dtype (L2 normalization of the
+    registry; other p and dim raise ValueError). out: as F.normalize's."""
+    who = "simdnorm.torch.normalize"
+    x_type = _tensor(input, "input", who)
+    if p != 2 or dim not in (-1, input.dim() - 1):
+        raise ValueError(f"{who}: p=2 over the last dimension only "
+                         f"(p={p}, dim={dim})")
+    y = _normalize(who, _core.L2NORM, input, input.shape[-1:], None, None,
+                   eps, 0)
+    if out is None:
+        return y
+    if _tensor(out, "out", who) != x_type or out.shape != input.shape:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          "out must have input's shape and dtype")
+    return out.copy_(y)
+
+
+# Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/
+# torch_bindings.cpp), whose `Tensor!` marks what each writes in place;
+# torch 1.13 parses an unnamed `Tensor!` into an odd alias set, so the sets
+# are named here (`Tensor(a!)`), as torch's own schemas do.
+_lib = torch.library.Library("simdnorm", "DEF")
+_lib.define("rms_norm(Tensor(a!) out, Tensor input, Tensor weight, "
+            "float epsilon) -> ()")
+_lib.define("fused_add_rms_norm(Tensor(a!) input, Tensor(b!) residual, "
+            "Tensor weight, float epsilon) -> ()")
+_lib.define("layer_norm(Tensor(a!) out, Tensor input, Tensor? weight, "
+            "Tensor? bias, float epsilon) -> ()")
+
+
+def _op_check(who, out, x, weight, bias=None, residual=None):
+    """Checks of an op's tensors: dtypes, shapes, grad. Returns (x dtype,
+    cols, gamma, beta, param dtype, kept tensors)."""
+    x_type = _tensor(x, "input", who)
+    if x.dim() == 0:
+        raise _rows.error(_core.INVALID_SHAPE, who, "input is 0-d")
+    for name, t in (("out", out), ("residual", residual)):
+        if t is None:
+            continue
+        t_type = _tensor(t, name, who)
+        if t.shape != x.shape:
+            raise _rows.error(_core.INVALID_SHAPE, who,
+                              f"{name} has shape {tuple(t.shape)}, input "
+                              f"{tuple(x.shape)}")
+        if name == "residual" and t_type != x_type:
+            raise _rows.dtype_error(
+                who, f"residual has dtype {t.dtype}, input {x.dtype}")
+    _check_grad(who, x, weight, bias)
+    for name, t in (("out", out), ("residual", residual)):
+        if t is not None and t.requires_grad and _is_grad_enabled():
+            raise _no_grad_error(who, name)
+    shape = (x.shape[-1],)
+    gamma, beta, param_type, keep = _params(who, shape, weight, bias)
+    return x.shape[-1], gamma, beta, param_type, keep
+
+
+def _rms_norm_op(out, input, weight, epsilon):
+    who = "torch.ops.simdnorm.rms_norm"
+    cols, gamma, beta, param_type, keep = _op_check(who, out, input, weight)
+    _run(who, _core.RMSNORM, input, out, 1, cols, gamma, beta, param_type,
+         epsilon, _core.ROUND_NORMALIZED)
+    del keep
+
+
+def _fused_add_rms_norm_op(input, residual, weight, epsilon):
+    who = "torch.ops.simdnorm.fused_add_rms_norm"
+    cols, gamma, beta, param_type, keep = _op_check(who, None, input, weight,
+                                                    residual=residual)
+    _run(who, _core.RMSNORM, input, input, 1, cols, gamma, beta, param_type,
+         epsilon, _core.ROUND_NORMALIZED, residual=residual,
+         sum_out=residual)
+    del keep
+
+
+def _layer_norm_op(out, input, weight, bias, epsilon):
+    who = "torch.ops.simdnorm.layer_norm"
+    cols, gamma, beta, param_type, keep = _op_check(who, out, input, weight,
+                                                    bias)
+    _run(who, _core.LAYERNORM, input, out, 1, cols, gamma, beta, param_type,
+         epsilon, 0)
+    del keep
+
+
+_lib.impl("rms_norm", _rms_norm_op, "CPU")
+_lib.impl("fused_add_rms_norm", _fused_add_rms_norm_op, "CPU")
+_lib.impl("layer_norm", _layer_norm_op, "CPU")
+
+
+class LayerNorm(torch.nn.LayerNorm):
+    """torch.nn.LayerNorm (same constructor, parameters and state_dict)
+    computed by simdnorm; fast_rounding as in layer_norm."""
+
+    def __init__(self, *args, fast_rounding=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fast_rounding = fast_rounding
+
+    def extra_repr(self):
+        return super().extra_repr() + (
+            ", fast_rounding=True" if self.fast_rounding else "")
+
+    def forward(self, input):
+        return _normalize("simdnorm.torch.LayerNorm", _core.LAYERNORM, input,
+                          self.normalized_shape, self.weight, self.bias,
+                          self.eps, _rounding(self.fast_rounding))
+
+
+class RMSNorm(torch.nn.Module):
+    """Hugging Face's LlamaRMSNorm (and Qwen2RMSNorm, Mistral's, ...): a
+    `weight` of hidden_size ones, `variance_epsilon`; the output is
+    weight * (x / rms).to(x.dtype), in the dtype torch promotes the two to,
+    with x / rms rounded to x's dtype first.
+
+    weight_offset=1 is Gemma's RMSNorm instead: weight initialized to zeros,
+    the scale (1 + weight) in float32, one rounding to x's dtype.
+    fast_rounding as in layer_norm."""
+
+    def __init__(self, hidden_size, eps=1e-6, *, weight_offset=0.0,
+                 fast_rounding=False, device=None, dtype=None):
+        super().__init__()
+        self.fast_rounding = fast_rounding
+        init = torch.zeros if weight_offset else torch.ones
+        self.weight = torch.nn.Parameter(
+            init(hidden_size, device=device, dtype=dtype))
+        self.variance_epsilon = eps
+        self.weight_offset = float(weight_offset)
+
+    @property
+    def eps(self):
+        return self.variance_epsilon
+
+    def forward(self, hidden_states):
+        x = hidden_states
+        flags = _rounding(self.fast_rounding)
+        if self.weight_offset:
+            return _normalize("simdnorm.torch.RMSNorm", _core.RMSNORM, x,
+                              self.weight.shape, self.weight, None,
+                              self.variance_epsilon, flags,
+                              gamma_offset=self.weight_offset)
+        y_dtype = None
+        if self.weight.dtype != x.dtype:
+            y_dtype = torch.promote_types(self.weight.dtype, x.dtype)
+        return _normalize("simdnorm.torch.RMSNorm", _core.RMSNORM, x,
+                          self.weight.shape, self.weight, None,
+                          self.variance_epsilon,
+                          _core.ROUND_NORMALIZED | flags, y_dtype=y_dtype)
+
+    def extra_repr(self):
+        text = f"{tuple(self.weight.shape)}, eps={self.variance_epsilon}"
+        if self.weight_offset:
+            text += f", weight_offset={self.weight_offset:g}"
+        return text + (", fast_rounding=True" if self.fast_rounding else "")
+
+
+# Hugging Face RMSNorm classes that scale by (1 + weight) (Gemma's, and the
+# models that copied it): a name check, as their attributes are Llama's.
+_OFFSET_PREFIXES = ("Gemma", "Qwen3Next")
+
+
+def _replacement(module, fast_rounding):
+    """simdnorm's module for a torch or Hugging Face norm module (sharing
+    its parameters), or None for any other module."""
+    if isinstance(module, (LayerNorm, RMSNorm)):
+        return None
+    cls = type(module)
+    if isinstance(module, torch.nn.LayerNorm):
+        if cls.forward is not torch.nn.LayerNorm.forward:
+            return None  # a subclass with its own forward
+        new = LayerNorm(module.normalized_shape, module.eps,
+                        module.elementwise_affine, device="meta",
+                        fast_rounding=fast_rounding)
+        new.weight = module.weight
+        new.bias = module.bias
+    elif cls.__name__.endswith("RMSNorm") and cls.__module__.split(
+            ".")[0] != "torch":
+        weight = getattr(module, "weight", None)
+        eps = getattr(module, "variance_epsilon", getattr(module, "eps",
+                                                          None))
+        if not isinstance(weight, torch.Tensor) or weight.dim() != 1 or (
+                not isinstance(eps, (int, float))):
+            return None
+        offset = 1.0 if cls.__name__.startswith(_OFFSET_PREFIXES) else 0.0
+        new = RMSNorm(weight.shape[0], eps, weight_offset=offset,
+                      fast_rounding=fast_rounding, device="meta")
+        new.weight = weight
+    else:
+        return None
+    new.train(module.training)
+    return new
+
+
+def patch(model, *, fast_rounding=False):
+    """Swaps, in place, every torch.nn.LayerNorm and every Hugging
+    Face-style RMSNorm (a class named *RMSNorm with a 1-d `weight` and
+    `variance_epsilon` or `eps`) inside `model` for simdnorm's LayerNorm or
+    RMSNorm, sharing their parameters (so their weights are kept).
+    Gemma's classes (and Qwen3Next's), which scale by (1 + weight), become
+    RMSNorm(weight_offset=1). Returns how many modules were swapped. Hooks
+    registered on the old modules are not carried over; `model` itself is
+    not swapped (only its children). fast_rounding=True makes the new
+    modules round their 16-bit results from float32 (within one ulp, about
+    3x faster) instead of correctly."""
+    swapped = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            new = _replacement(child, fast_rounding)
+            if new is not None:
+                setattr(parent, name, new)
+                swapped += 1
+    return swapped
