@@ -554,8 +554,8 @@ TEST(Reference, ResidualSumIsRoundedOnceToXType) {
       }
       for (double v : c.h_value) second += (v - mean) * (v - mean);
       const double denom = kind == SIMDNORM_L2NORM
-                                ? std::sqrt(second)
-                                : std::sqrt(second / static_cast<double>(n));
+                               ? std::sqrt(second)
+                               : std::sqrt(second / static_cast<double>(n));
       for (size_t i = 0; i < n; ++i) {
         ExpectClose(out[i], (c.h_value[i] - mean) / denom, 1e-15,
                     what + " out " + std::to_string(i));

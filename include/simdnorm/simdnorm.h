@@ -189,16 +189,20 @@ static inline simdnorm_status simdnorm_normalize_reference(
  * Entries are static and never change; later versions may append fields. */
 typedef struct simdnorm_op_info {
   simdnorm_kind kind;
-  const char* name;    /* lowercase, as tools and bindings spell it: "rmsnorm" */
-  const char* title;   /* as documents spell it: "RMSNorm" */
-  const char* formula; /* the contract, e.g. "y = x / sqrt(mean(x^2) + eps) *
-                          gamma + beta" */
-  const char* torch;   /* the PyTorch function it matches */
-  int centered;        /* 1: its statistics are of x - mean(x) */
-  unsigned x_types;    /* bit (1u << dtype) per accepted x_type */
-  unsigned y_types;    /* ... y_type */
-  unsigned param_types; /* ... param_type */
-  unsigned flags;       /* the simdnorm_desc.flags it accepts */
+  /* Lowercase, as tools and bindings spell it: "rmsnorm". */
+  const char* name;
+  /* As documents spell it: "RMSNorm". */
+  const char* title;
+  /* The contract: "y = x / sqrt(mean(x^2) + eps) * gamma + beta". */
+  const char* formula;
+  /* The PyTorch function it matches. */
+  const char* torch;
+  /* 1: its statistics are of x - mean(x). */
+  int centered;
+  /* Bit (1u << dtype) per accepted x_type, y_type and param_type. */
+  unsigned x_types, y_types, param_types;
+  /* The simdnorm_desc.flags it accepts. */
+  unsigned flags;
   /* The documented bound of fp32 outputs, in scaled ulps: |y - exact| <=
    * f32_bound * 2^-23 * (|gamma| * max(1, |xhat|) + |beta|) (docs/accuracy.md).
    * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING). */
