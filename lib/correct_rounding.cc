@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "lib/dyadic.h"
+#include "lib/ops.h"
 
 namespace simdnorm {
 namespace internal {
@@ -24,8 +25,7 @@ double Gamma(double m) {
   return mu <= 0x1p-20 ? mu * (1 + 0x1p-18) : mu / (1.0 - mu);
 }
 
-// Whether the row's statistics are of x - mean (LayerNorm).
-bool Centered(const CrRow& row) { return row.kind == SIMDNORM_LAYERNORM; }
+bool Centered(const CrRow& row) { return IsCentered(row.kind); }
 
 uint16_t Round16(simdnorm_dtype t, double v) {
   return t == SIMDNORM_BF16 ? RoundToBF16Bits(v) : RoundToF16Bits(v);
@@ -611,7 +611,7 @@ RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
   const double q1 = (q + m.floor_q) * (1 + 2 * m.gamma_q + 4 * kU);
   RowStats st{};
   const bool l2 = kind == SIMDNORM_L2NORM;
-  if (kind == SIMDNORM_LAYERNORM) {
+  if (IsCentered(kind)) {
     st.k = k;
     // sum |d| / n <= sqrt(sum d^2 / n) (Cauchy-Schwarz).
     const double abs_mean = std::sqrt(q1 * inv_n) * (1 + 4 * kU);
@@ -655,13 +655,12 @@ RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
 }
 
 bool ShouldRecenter(int kind, const RowStats& st) {
-  return kind == SIMDNORM_LAYERNORM && st.c != 0.0 &&
-         (st.er < 0.0 || st.er > 0x1p-40);
+  return IsCentered(kind) && st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-40);
 }
 
 RowStats RowStatsScalar(int kind, const void* x, simdnorm_dtype t, size_t n,
                         float eps) {
-  float k = kind == SIMDNORM_LAYERNORM ? LoadAsFloat(x, t, 0) : 0.0f;
+  float k = IsCentered(kind) ? LoadAsFloat(x, t, 0) : 0.0f;
   RowStats st{};
   for (int pass = 0; pass < 2; ++pass) {
     double s = 0.0, q = 0.0;

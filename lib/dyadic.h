@@ -2,7 +2,7 @@
 // that no floating-point precision settles: a normalized value that sits on,
 // or within a few double ulps of, a rounding midpoint of bf16 or fp16.
 // Every float is one exactly; sums and products stay exact. Slow: only the
-// correct-rounding fallback uses it. Numbers of up to kInlineLimbs * 32 bits
+// correct-rounding fallback uses it. Numbers of up to Limbs::kInline * 32 bits
 // live in place (the calls it serves allocate nothing); larger ones, which
 // need exponents far apart, go to the heap.
 #ifndef SIMDNORM_LIB_DYADIC_H_

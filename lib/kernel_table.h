@@ -67,7 +67,7 @@ using KindTable = RowsFn[kNumInTypes][kNumOutTypes][kNumInTypes];
 inline constexpr int kCenteredFamily = 0;
 inline constexpr int kUncenteredFamily = 1;
 inline int FamilyOf(int kind) {
-  return kOps[kind].info.centered ? kCenteredFamily : kUncenteredFamily;
+  return IsCentered(kind) ? kCenteredFamily : kUncenteredFamily;
 }
 
 // One target's kernels of one family; `name` is hwy::TargetName() or, for

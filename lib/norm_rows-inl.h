@@ -1340,8 +1340,8 @@ HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
 // copies a row normalized in place).
 // The lanes of a checked vector left open (not `clear`). In Hugging
 // Face's order (kHF), a lane whose t (xhat rounded to x's type) is known
-// right (`t_clear`) has only y = t * g + b's rounding left, an exact tie
-// mostly (~1/256 of lanes with 16-bit weights): decided from t alone
+// right (`t_clear`) has only y = t * g + b's rounding left (CheckedAt has
+// already cleared exact y where the target has FMA): decided from t alone
 // (internal::RoundProductSum), without the row's double statistics.
 template <bool kHF, class DF, typename TY, typename TP, class CR>
 HWY_INLINE void DecideOpenLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
@@ -1806,11 +1806,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
     RowScale k;
     RowBound bound;
-    // RMSNorm and L2 with 16-bit y: first the fp32 statistics
-    // (UncenteredStatsF32),
-    // enough for most rows. LayerNorm's are not: fp32 sums bound the mean only
-    // within ~10u of the deviations' size, and that flags lanes near
-    // y = 0 in nearly every row (bench rows: 97% of them needed StatsF64).
+    // Uncentered kinds with 16-bit y: first the fp32 statistics
+    // (UncenteredStatsF32), enough for most rows. LayerNorm's are not: fp32
+    // sums bound the mean only within ~10u of the deviations' size, and that
+    // flags lanes near y = 0 in nearly every row (bench rows: 97% of them
+    // needed StatsF64).
     // (CheckedScale refuses stats that are not finite or have no bound.)
     const auto row_of = [&](const internal::RowStats& st) {
       return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,

@@ -91,7 +91,8 @@ Status Normalize(const simdnorm_desc& d) {
   if (s != SIMDNORM_OK || p.rows == 0) return static_cast<Status>(s);
   p.args.stream_y = StreamOutput(d, p);
   const internal::Isa& isa = internal::ActiveIsa();
-  const internal::RowsFn fn = isa.fn[p.kind][p.x_type][p.y_type][p.param_type];
+  const internal::RowsFn fn =
+      isa.fn[p.args.kind][p.x_type][p.y_type][p.param_type];
   internal::ParallelRows(fn, p.args, p.rows, d.max_threads);
   return Status::kOk;
 }

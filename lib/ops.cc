@@ -1,6 +1,7 @@
 // The registry's entries and the C API over them.
 #include "lib/ops.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace simdnorm {

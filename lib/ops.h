@@ -1,13 +1,12 @@
 // The registry of operations (simdnorm_op_info): each kind's public
-// description with what the library needs to compute it. Adding a kind is
-// its entry in ops.cc, its per-row statistic below (kernels and correct
-// rounding share the uncentered kernels, which take the kind per row), its
-// float64 reference (the entry's `denominator`), and the public enum value.
+// description with what the library needs to compute it. Adding an
+// uncentered kind is its entry in ops.cc with its float64 denominator
+// (which the reference and the kernels' per-row multiplier both use), the
+// bounds of its statistics for correct rounding (StatsFromSums), and the
+// public enum value.
 #ifndef SIMDNORM_LIB_OPS_H_
 #define SIMDNORM_LIB_OPS_H_
 
-#include <algorithm>
-#include <cmath>
 #include <cstddef>
 
 #include "simdnorm/simdnorm.h"
@@ -32,18 +31,20 @@ inline const Op* OpOf(int kind) {
   return kind >= 0 && kind < kNumKinds ? &kOps[kind] : nullptr;
 }
 
+// Whether a kind's statistics are of x - mean(x) (LayerNorm's).
+inline bool IsCentered(int kind) { return kOps[kind].info.centered != 0; }
+
 // The multiplier of an uncentered kind's row, t = (x * s) * mul, from
 // sum_sq = sum((x * s)^2) in double, s a power of two (1 unless the row
-// was rescaled against overflow or underflow).
+// was rescaled against overflow or underflow): the kind's own denominator
+// (the reference's) of sum(x^2) = sum_sq / s^2, exact as s^2 is a power of
+// two within double's range.
 inline double UncenteredMul(int kind, double sum_sq, float s, size_t n,
                             float eps) {
   const double sd = static_cast<double>(s);
-  if (kind == SIMDNORM_L2NORM) {
-    // 1 / (s * max(||x||, eps)), s * ||x|| = sqrt(sum_sq); s * eps exact.
-    return 1.0 / std::max(std::sqrt(sum_sq), static_cast<double>(eps) * sd);
-  }
-  const double ms = sum_sq / static_cast<double>(n) / (sd * sd);
-  return 1.0 / (std::sqrt(ms + static_cast<double>(eps)) * sd);
+  const double denominator = kOps[kind].denominator(
+      sum_sq / (sd * sd), static_cast<double>(n), static_cast<double>(eps));
+  return 1.0 / (denominator * sd);
 }
 
 }  // namespace internal

@@ -23,16 +23,16 @@ double Load(const void* base, simdnorm_dtype t, size_t i) {
 internal::CrRow CrRowOf(const internal::Problem& p, const std::vector<float>& h,
                         simdnorm_dtype y_type) {
   const size_t n = p.args.cols;
-  return internal::CrRow{
-      p.kind,
-      h.data(),
-      SIMDNORM_F32,
-      static_cast<simdnorm_dtype>(p.x_type),
-      p.args.round_normalized,
-      y_type,
-      n,
-      p.args.eps,
-      internal::RowStatsScalar(p.kind, h.data(), SIMDNORM_F32, n, p.args.eps)};
+  return internal::CrRow{p.args.kind,
+                         h.data(),
+                         SIMDNORM_F32,
+                         static_cast<simdnorm_dtype>(p.x_type),
+                         p.args.round_normalized,
+                         y_type,
+                         n,
+                         p.args.eps,
+                         internal::RowStatsScalar(p.args.kind, h.data(),
+                                                  SIMDNORM_F32, n, p.args.eps)};
 }
 
 void Store(void* base, simdnorm_dtype t, size_t i, double v) {
@@ -85,7 +85,7 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
     }
   }
   // The kind's statistics (lib/ops.cc): of h - mean or of h itself.
-  const internal::Op& op = *internal::OpOf(p.kind);
+  const internal::Op& op = *internal::OpOf(p.args.kind);
   double mean = 0.0, second = 0.0;
   if (op.info.centered) {
     for (size_t j = 0; j < n; ++j) mean += h[j];

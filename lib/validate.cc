@@ -97,7 +97,6 @@ void Fill(const simdnorm_desc& d, size_t x_stride, size_t y_stride,
   a.scales_per_row = scales_per_row;
   a.stream_y = false;
   p->rows = d.rows;
-  p->kind = d.kind;
   a.kind = d.kind;
   p->x_type = d.x_type;
   p->y_type = d.y_type;

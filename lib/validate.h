@@ -17,7 +17,7 @@ struct Problem {
   // ceil(cols / quant_group).
   RowArgs args;
   size_t rows;
-  int kind, x_type, y_type, param_type;
+  int x_type, y_type, param_type;  // the kind is args.kind
 };
 
 inline size_t ElementSize(simdnorm_dtype t) {
