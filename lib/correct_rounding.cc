@@ -193,24 +193,18 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
       e->s = e->s + x;
       e->q = e->q + x * x;
     }
-    const Dyadic eps = Dyadic::FromDouble(row.eps);
-    if (row.kind == SIMDNORM_L2NORM) {  // max(Q, eps^2): n = 1 below
-      const Dyadic eps2 = eps * eps;
-      e->n = Dyadic::FromDouble(1.0);
-      e->d = e->q.Compare(eps2) >= 0 ? e->q : eps2;
-    } else {
-      const Dyadic n2eps = e->n * e->n * eps;
-      e->d = Centered(row) ? e->n * e->q - e->s * e->s + n2eps
-                           : e->n * e->q + n2eps;
-    }
+    const Dyadic n_second =
+        Centered(row) ? e->n * e->q - e->s * e->s : e->n * e->q;
+    e->d = OpOf(row.kind)->exact_n2_d2(e->n, n_second,
+                                       Dyadic::FromDouble(row.eps));
     cache.has_exact = true;
   }
   return cache.exact;
 }
 
-// xhat_j = p0 / sqrt(d) exactly. LayerNorm: (n x - S) / sqrt(n Q - S^2 +
-// n^2 eps); RMSNorm: n x / sqrt(n Q + n^2 eps); L2: x / sqrt(max(Q, eps^2))
-// (ExactSums' n is 1 there).
+// xhat_j = p0 / sqrt(d) exactly: p0 = n (x - center) (n x - S for centered
+// kinds, else n x) and d = (n D)^2 from the kind's entry (LayerNorm: n Q -
+// S^2 + n^2 eps).
 struct ExactXhat {
   Dyadic p0, d;
 };
@@ -603,14 +597,14 @@ SumModel Fp32Sums(size_t n, int depth) {
 
 RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
                        double q, const SumModel& m) {
-  // One division and two square roots per row (this runs once per row of
-  // the kernels): 1/n multiplied in, each such product two roundings.
-  const double inv_n = 1.0 / static_cast<double>(n);
+  // 1/n is multiplied in, each such product two roundings.
+  const double nd = static_cast<double>(n), inv_n = 1.0 / nd;
   // Upper bound of the sum of the computed squares (positive terms):
   // 1 / (1 - g) <= 1 + 2g for g <= 1/2.
   const double q1 = (q + m.floor_q) * (1 + 2 * m.gamma_q + 4 * kU);
   RowStats st{};
-  const bool l2 = kind == SIMDNORM_L2NORM;
+  // second = sum((x - center)^2) and a bound ds on its error.
+  double second, ds;
   if (IsCentered(kind)) {
     st.k = k;
     // sum |d| / n <= sqrt(sum d^2 / n) (Cauchy-Schwarz).
@@ -620,37 +614,21 @@ RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
     st.dc =
         (m.gamma_s + m.ud) * abs_mean * (1 + 4 * kU) + 3 * kU * std::fabs(st.c);
     const double dq = (m.gamma_q + 2.01 * m.ud) * q1 + m.floor_q;
-    const double second = q * inv_n;
-    st.v = std::max(second - st.c * st.c, 0.0);
-    st.dv =
+    const double mean_sq = q * inv_n;
+    const double var = std::max(mean_sq - st.c * st.c, 0.0);
+    const double dvar =
         (dq * inv_n + st.dc * (2 * std::fabs(st.c) + st.dc)) * (1 + 12 * kU) +
-        6 * kU * (second + st.c * st.c);
-  } else if (l2) {
-    // d = x, exact; x^2's rounding is one of the sum's.
-    st.v = q;
-    st.dv = (m.gamma_q * q1 + m.floor_q) * (1 + 2 * kU) + kU * st.v;
+        6 * kU * (mean_sq + st.c * st.c);
+    second = var * nd;
+    ds = dvar * nd * (1 + 2 * kU) + kU * second;
   } else {
-    const double dq = m.gamma_q * q1 + m.floor_q;
-    st.v = q * inv_n;
-    st.dv = dq * inv_n * (1 + 6 * kU) + 3 * kU * st.v;
+    // d = x, exact; x^2's rounding is one of the sum's.
+    second = q;
+    ds = (m.gamma_q * q1 + m.floor_q) * (1 + 2 * kU);
   }
-  // L2: r = 1 / max(sqrt(v), eps). max(., eps) moves no value further from
-  // another (and only down, relative to the larger), so r's relative error
-  // is at most that of 1 / sqrt(v): the bound below with w = v. Where even
-  // v + dv is below eps^2, r = 1 / eps rounded once.
-  const double w = l2 ? st.v : st.v + static_cast<double>(eps);
-  const double eps_d = static_cast<double>(eps);
-  st.r = l2 ? 1.0 / std::max(std::sqrt(w), eps_d) : 1.0 / std::sqrt(w);
-  if (l2 && eps_d > 0 && (st.v + st.dv) * (1 + 4 * kU) < eps_d * eps_d) {
-    st.er = kU;
-    return st;
-  }
-  // (1 + t)^(-1/2) is within 0.5 (1 - |t|)^(-3/2) |t| < 0.51 |t| of 1 for
-  // |t| <= 2^-10; then the square root and the division round. r * r is
-  // 1 / w within 8u.
-  const double rho = (st.dv + 2 * kU * w) * (st.r * st.r) * (1 + 8 * kU);
-  st.er = (w > 0 && std::isfinite(st.r) && rho <= 0x1p-10) ? 0.51 * rho + 3 * kU
-                                                           : -1.0;
+  st.v = second;
+  st.dv = ds;
+  st.r = OpOf(kind)->scale(second, ds, nd, static_cast<double>(eps), &st.er);
   return st;
 }
 

@@ -22,11 +22,11 @@ namespace simdnorm {
 namespace internal {
 
 // A row's statistics in double with bounds on their errors against the
-// exact values of the row as given. LayerNorm: c = mean(x - k), v =
-// variance, r = 1/sqrt(v + eps); RMSNorm: k = c = 0, v = mean(x^2), r =
-// 1/sqrt(v + eps); L2: k = c = 0, v = sum(x^2), r = 1/max(sqrt(v), eps).
-// r is within relative error er of the exact one; er < 0: no usable bound
-// (the row's elements are decided exactly).
+// exact values of the row as given: k the shift of the sums, c = mean(x -
+// k) (centered kinds; else k = c = 0), v = sum((x - center)^2) within dv,
+// and r = 1 / D(v), the kind's denominator (lib/ops.h), within relative
+// error er; er < 0: no usable bound (the row's elements are decided
+// exactly).
 struct RowStats {
   double k, c, v, dc, dv, r, er;
 };
@@ -68,8 +68,8 @@ struct CrRow {
   RowStats st;
 };
 
-// S = sum x and Q = sum x^2 of a row, exactly, and D (the square of
-// xhat's denominator, correct_rounding.cc's XhatOf).
+// S = sum x and Q = sum x^2 of a row, exactly, and d = (n D)^2 (xhat =
+// n (x - center) / sqrt(d), correct_rounding.cc's XhatOf).
 struct ExactSums {
   Dyadic n, s, q, d;
 };

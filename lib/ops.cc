@@ -16,12 +16,55 @@ constexpr unsigned kFlags = SIMDNORM_ROUND_NORMALIZED | SIMDNORM_Y_STREAM |
 // fp32 outputs: docs/accuracy.md, "Bounds".
 constexpr double kF32Bound = 32.0;
 
+constexpr double kU = 0x1p-53;  // double's unit roundoff
+
+// The relative error of r = fl(1 / fl(sqrt(w))) against 1 / sqrt(w*), |w -
+// w*| <= dw: (1 + t)^(-1/2) is within 0.5 (1 - |t|)^(-3/2) |t| < 0.51 |t|
+// of 1 for |t| <= 2^-10; then the square root and the division round. r *
+// r is 1 / w within 8u.
+double InvSqrtError(double w, double dw, double r) {
+  const double rho = (dw + 2 * kU * w) * (r * r) * (1 + 8 * kU);
+  return (w > 0 && std::isfinite(r) && rho <= 0x1p-10) ? 0.51 * rho + 3 * kU
+                                                       : -1.0;
+}
+
+// LayerNorm, RMSNorm: D = sqrt(second / n + eps); (n D)^2 = n second + n^2
+// eps.
 double MeanSquareRoot(double second, double n, double eps) {
   return std::sqrt(second / n + eps);
 }
+double MeanSquareRootScale(double second, double ds, double n, double eps,
+                           double* er) {
+  // 1/n multiplied in: each such product two roundings.
+  const double inv_n = 1.0 / n, mean = second * inv_n, w = mean + eps;
+  const double r = 1.0 / std::sqrt(w);
+  *er = InvSqrtError(w, ds * inv_n * (1 + 6 * kU) + 3 * kU * mean, r);
+  return r;
+}
+Dyadic ExactMeanSquareRoot(const Dyadic& n, const Dyadic& n_second,
+                           const Dyadic& eps) {
+  return n_second + n * n * eps;
+}
 
+// L2: D = max(sqrt(second), eps); (n D)^2 = max(n (n second), (n eps)^2).
 double NormOrEps(double second, double, double eps) {
   return std::max(std::sqrt(second), eps);
+}
+// max(., eps) moves no value further from another (and only down, relative
+// to the larger), so r's relative error is at most that of 1 / sqrt(second);
+// where even second + ds is below eps^2, r = 1 / eps rounded once.
+double NormOrEpsScale(double second, double ds, double, double eps,
+                      double* er) {
+  const double r = 1.0 / NormOrEps(second, 0.0, eps);
+  *er = eps > 0 && (second + ds) * (1 + 4 * kU) < eps * eps
+            ? kU
+            : InvSqrtError(second, ds + kU * second, r);
+  return r;
+}
+Dyadic ExactNormOrEps(const Dyadic& n, const Dyadic& n_second,
+                      const Dyadic& eps) {
+  const Dyadic a = n * n_second, ne = n * eps, b = ne * ne;
+  return a.Compare(b) >= 0 ? a : b;
 }
 
 }  // namespace
@@ -31,17 +74,23 @@ const Op kOps[kNumKinds] = {
       "y = (x - mean) / sqrt(var + eps) * gamma + beta",
       "torch.nn.functional.layer_norm", 1, kFloats, kOutputs, kFloats, kFlags,
       kF32Bound},
-     MeanSquareRoot},
+     MeanSquareRoot,
+     MeanSquareRootScale,
+     ExactMeanSquareRoot},
     {{SIMDNORM_RMSNORM, "rmsnorm", "RMSNorm",
       "y = x / sqrt(mean(x^2) + eps) * gamma + beta",
       "torch.nn.functional.rms_norm", 0, kFloats, kOutputs, kFloats, kFlags,
       kF32Bound},
-     MeanSquareRoot},
+     MeanSquareRoot,
+     MeanSquareRootScale,
+     ExactMeanSquareRoot},
     {{SIMDNORM_L2NORM, "l2norm", "L2Norm",
       "y = x / max(sqrt(sum(x^2)), eps) * gamma + beta",
       "torch.nn.functional.normalize", 0, kFloats, kOutputs, kFloats, kFlags,
       kF32Bound},
-     NormOrEps},
+     NormOrEps,
+     NormOrEpsScale,
+     ExactNormOrEps},
 };
 
 }  // namespace internal

@@ -1,14 +1,14 @@
 // The registry of operations (simdnorm_op_info): each kind's public
 // description with what the library needs to compute it. Adding an
-// uncentered kind is its entry in ops.cc with its float64 denominator
-// (which the reference and the kernels' per-row multiplier both use), the
-// bounds of its statistics for correct rounding (StatsFromSums), and the
-// public enum value.
+// uncentered kind is its entry in ops.cc (its denominator in float64, which
+// the reference and the kernels' per-row multiplier use, with its error
+// bound and its exact form for correct rounding) and the public enum value.
 #ifndef SIMDNORM_LIB_OPS_H_
 #define SIMDNORM_LIB_OPS_H_
 
 #include <cstddef>
 
+#include "lib/dyadic.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
@@ -16,10 +16,17 @@ namespace internal {
 
 struct Op {
   simdnorm_op_info info;
-  // The float64 reference's denominator of xhat = (x - center) /
-  // denominator, from second = sum((x - center)^2) over the n elements
-  // (center = the mean for centered kinds, else 0).
+  // The denominator D of xhat = (x - center) / D from second = sum((x -
+  // center)^2) over the n elements (center = the mean for centered kinds,
+  // else 0), in float64: the reference's.
   double (*denominator)(double second, double n, double eps);
+  // Correct rounding's r = 1 / D in double from a second within ds of the
+  // exact one, with *er a bound of r's relative error (< 0: none usable).
+  double (*scale)(double second, double ds, double n, double eps, double* er);
+  // (n D)^2 exactly, from n, n * second and eps (correct rounding's exact
+  // path: xhat = n (x - center) / sqrt((n D)^2)).
+  Dyadic (*exact_n2_d2)(const Dyadic& n, const Dyadic& n_second,
+                        const Dyadic& eps);
 };
 
 // The entries, in kind order (ops[k].info.kind == k).
