@@ -25,10 +25,10 @@ double ToDouble(uint16_t b) {
 }
 
 template <Half kH>
-uint16_t Round(double d) {
+uint16_t Round(double d, bool nan_sign) {
   constexpr const HalfFormat& f = FormatOf(kH);
   const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
-  if (std::isnan(d)) return static_cast<uint16_t>(sign | f.qnan);
+  if (std::isnan(d)) return static_cast<uint16_t>((nan_sign ? sign : 0) | f.qnan);
   const double a = std::fabs(d);
   if (a == 0.0) return sign;
   // Halfway from the largest finite value (2 - 2^(1-digits)) 2^emax to
@@ -63,8 +63,9 @@ double HalfToDouble(Half h, uint16_t b) {
   return h == Half::kBf16 ? ToDouble<Half::kBf16>(b) : ToDouble<Half::kF16>(b);
 }
 
-uint16_t RoundToHalf(Half h, double d) {
-  return h == Half::kBf16 ? Round<Half::kBf16>(d) : Round<Half::kF16>(d);
+uint16_t RoundToHalf(Half h, double d, bool nan_sign) {
+  return h == Half::kBf16 ? Round<Half::kBf16>(d, nan_sign)
+                          : Round<Half::kF16>(d, nan_sign);
 }
 
 }  // namespace simdnorm_test

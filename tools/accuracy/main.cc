@@ -65,7 +65,7 @@ std::vector<Plan> make_plans(const Config& cfg,
 int run_main(int argc, char** argv) {
   Config cfg;
   std::string err;
-  const std::vector<std::string> available = simdnorm_tools::library_isas();
+  const std::vector<std::string> available = simdnorm_test::SupportedIsas();
   if (const int status = parse_options(argc, argv, available, &cfg, &err)) {
     return status < 0 ? 0 : usage_error(err);
   }

@@ -28,23 +28,10 @@ bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
   return false;
 }
 
-size_t dtype_size(simdnorm_dtype t) {
-  return t == SIMDNORM_F32 ? 4 : (t == SIMDNORM_I8 ? 1 : 2);
-}
-
 float load_float(const void* p, simdnorm_dtype t, size_t i) {
   if (t == SIMDNORM_F32) return static_cast<const float*>(p)[i];
   if (t == SIMDNORM_I8) return static_cast<const int8_t*>(p)[i];
   return half_to_float(t, static_cast<const uint16_t*>(p)[i]);
-}
-
-bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
-                  size_t j) {
-  const size_t n = dtype_size(t);
-  const char* pa = static_cast<const char*>(a) + i * n;
-  const char* pb = static_cast<const char*>(b) + j * n;
-  return std::memcmp(pa, pb, n) == 0 ||
-         (std::isnan(load_float(a, t, i)) && std::isnan(load_float(b, t, j)));
 }
 
 const std::vector<KindInfo>& kinds() {
@@ -118,14 +105,6 @@ std::string kind_names() {
   for (size_t i = 0; i < kinds().size(); ++i) {
     out += i == 0 ? "" : (i + 1 == kinds().size() ? " or " : ", ");
     out += kinds()[i].name;
-  }
-  return out;
-}
-
-std::vector<std::string> library_isas() {
-  std::vector<std::string> out;
-  for (size_t i = 0; const char* name = simdnorm_isa_name(i); ++i) {
-    out.emplace_back(name);
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// The words both tools share: dtypes, the kinds of normalization, the ISAs
+// The words both tools share (beside tests/support's dtypes, 16-bit
+// floats and ISAs, which the tests share too): dtype names, the kinds of normalization, the ISAs
 // and the engine variants of issue #7 that they run beside the plain call:
 // fused residual add, Gemma's gamma offset, Hugging Face's rounding order
 // and int8 output. A variant is a set of these features; `--variant
@@ -13,6 +14,10 @@
 
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/isas.h"
 
 namespace simdnorm_tools {
 
@@ -20,11 +25,8 @@ namespace simdnorm_tools {
 const char* dtype_name(simdnorm_dtype t);
 // f32 (or fp32, float), bf16, f16 (or fp16, half), in any case.
 bool parse_dtype(const std::string& s, simdnorm_dtype* t);
-size_t dtype_size(simdnorm_dtype t);  // bytes per element
-// bf16 and f16: 16-bit floats, held as their bits.
-inline bool is_half(simdnorm_dtype t) {
-  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
-}
+using simdnorm_test::ElemSize;  // bytes per element
+using simdnorm_test::Is16;      // bf16 and f16: 16-bit floats, as their bits
 inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
   if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
   return simdnorm::bf16::from_bits(b).to_float();
@@ -33,8 +35,12 @@ inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
 float load_float(const void* p, simdnorm_dtype t, size_t i);
 // Whether element i of a and element j of b (type t) hold the same bits,
 // or NaN both.
-bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
-                  size_t j);
+inline bool same_element(simdnorm_dtype t, const void* a, size_t i,
+                         const void* b, size_t j) {
+  const auto* pa = static_cast<const unsigned char*>(a) + i * ElemSize(t);
+  const auto* pb = static_cast<const unsigned char*>(b) + j * ElemSize(t);
+  return simdnorm_test::SameElement(t, pa, pb);
+}
 
 // The data types of x, y and the weights (gamma, beta) of one call.
 struct Dtypes {
@@ -63,9 +69,6 @@ std::vector<simdnorm_kind> all_kinds();
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
 std::string kind_names();  // "layernorm, rmsnorm or l2norm"
 std::string kind_list();   // "layernorm, rmsnorm, l2norm"
-
-// The ISAs the library lists on this machine, best first.
-std::vector<std::string> library_isas();
 
 // A whole decimal number, nothing around it.
 bool parse_size(const std::string& s, size_t* v);
