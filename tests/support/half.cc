@@ -28,7 +28,8 @@ template <Half kH>
 uint16_t Round(double d, bool nan_sign) {
   constexpr const HalfFormat& f = FormatOf(kH);
   const uint16_t sign = std::signbit(d) ? 0x8000u : 0u;
-  if (std::isnan(d)) return static_cast<uint16_t>((nan_sign ? sign : 0) | f.qnan);
+  if (std::isnan(d))
+    return static_cast<uint16_t>((nan_sign ? sign : 0) | f.qnan);
   const double a = std::fabs(d);
   if (a == 0.0) return sign;
   // Halfway from the largest finite value (2 - 2^(1-digits)) 2^emax to

@@ -24,7 +24,6 @@ using simdnorm_tools::dtype_name;
 using simdnorm_tools::Dtypes;
 using simdnorm_tools::half_to_float;
 using simdnorm_tools::Is16;
-using simdnorm_tools::kind_info;
 using simdnorm_tools::kind_name;
 using simdnorm_tools::Variant;
 

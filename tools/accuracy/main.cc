@@ -78,7 +78,7 @@ int run_main(int argc, char** argv) {
   }
   cfg.isas = cfg.isas.empty() ? available : unique(cfg.isas);
   cfg.kinds =
-      cfg.kinds.empty() ? simdnorm_tools::all_kinds() : unique(cfg.kinds);
+      cfg.kinds.empty() ? simdnorm_tools::AllKinds() : unique(cfg.kinds);
 
   // The families: --input's rows, the selected ones, or (empty) the
   // defaults: all for plain, the realistic ones for the other variants.

@@ -404,9 +404,9 @@ std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
 }
 
 std::string unit_name(simdnorm_dtype y) {
-  return y == SIMDNORM_I8 ? "int8_q"
-                          : (Is16(y) ? std::string(dtype_name(y)) + "_ulp"
-                                        : "scaled_ulp");
+  return y == SIMDNORM_I8
+             ? "int8_q"
+             : (Is16(y) ? std::string(dtype_name(y)) + "_ulp" : "scaled_ulp");
 }
 
 std::string unit_label(simdnorm_dtype y) {

@@ -167,7 +167,7 @@ class Runner {
         ys.size(), std::vector<Accumulator>(n_isa + std::size(kShortcuts)));
     std::vector<std::vector<std::string>> failed(ys.size() * n_isa);
     const float eps = fam.eps_zero ? 0.0f : cfg_.eps;
-    const bool with_beta = kind_info(kind).beta;
+    const bool with_beta = simdnorm_tools::op_of(kind).centered != 0;
     auto where = [&](const std::string& isa, const Dtypes& dt, size_t cols) {
       return fmt::format("{} cols {}",
                          row_name(isa, kind, v.name(), dt, fam.name), cols);

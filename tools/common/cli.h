@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,6 +81,30 @@ inline CLI::Validator SizeIn(size_t lo, size_t hi) {
                                           : fmt::format("in {}..{}", lo, hi));
       },
       "");
+}
+
+// A number (all of the text) that ok(value) accepts, else "'TEXT' is not
+// WHAT".
+template <class Ok>
+CLI::Validator NumberIf(Ok ok, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        return !s.empty() && *end == '\0' && ok(v)
+                   ? ""
+                   : "'" + s + "' is not " + what;
+      },
+      "");
+}
+
+// An option whose FILE may be left out (the tools then write to stdout).
+inline CLI::Option* AddOptionalFile(CLI::App* app, const std::string& name,
+                                    std::string* path,
+                                    const std::string& help) {
+  return app->add_option(name, *path, help)
+      ->expected(0, 1)
+      ->type_name("[FILE]");
 }
 
 // A comma-separated list option: `parse` converts each element into *out

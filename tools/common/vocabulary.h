@@ -1,9 +1,9 @@
 // The words both tools share (beside tests/support's dtypes, 16-bit
-// floats and ISAs, which the tests share too): dtype names, the kinds of normalization, the ISAs
-// and the engine variants of issue #7 that they run beside the plain call:
-// fused residual add, Gemma's gamma offset, Hugging Face's rounding order
-// and int8 output. A variant is a set of these features; `--variant
-// fused-add+int8` combines them.
+// floats and ISAs, which the tests share too): dtype names, the kinds of
+// normalization, the ISAs and the engine variants of issue #7 that they run
+// beside the plain call: fused residual add, Gemma's gamma offset, Hugging
+// Face's rounding order and int8 output. A variant is a set of these features;
+// `--variant fused-add+int8` combines them.
 #ifndef SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 #define SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 
@@ -50,22 +50,17 @@ struct Dtypes {
   }
 };
 
-// A kind of normalization and what sets it apart. The only list of kinds:
-// every loop over kinds and every test of one goes through kinds().
-struct KindInfo {
-  simdnorm_kind kind;
-  const char* name;   // "layernorm"
-  const char* alias;  // "ln" (simdnorm-profile takes it too)
-  const char* label;  // "LN": short, for charts
-  bool centered;      // subtracts the mean of the row
-  bool beta;          // adds beta after gamma
-  bool onednn;        // oneDNN 2.x has it (a peer of simdnorm-profile)
-};
-const std::vector<KindInfo>& kinds();
-const KindInfo& kind_info(simdnorm_kind k);
-inline const char* kind_name(simdnorm_kind k) { return kind_info(k).name; }
-std::vector<simdnorm_kind> all_kinds();
-// A kind's name; with `lenient`, in any case or its alias.
+// The kinds of normalization are the library's registry (simdnorm_op_at):
+// every kind in order (AllKinds), each one's entry (name, centered, ...).
+// Centered kinds are run with beta, as engines call LayerNorm.
+using simdnorm_test::AllKinds;
+inline const simdnorm_op_info& op_of(simdnorm_kind k) {
+  return *simdnorm_op_of(k);
+}
+inline const char* kind_name(simdnorm_kind k) { return op_of(k).name; }
+// Short, for charts: "LN", "RMS", else the registry's title.
+const char* kind_label(simdnorm_kind k);
+// A kind's name; with `lenient`, in any case or its alias ("ln", "rms").
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
 std::string kind_names();  // "layernorm, rmsnorm or l2norm"
 std::string kind_list();   // "layernorm, rmsnorm, l2norm"
