@@ -79,14 +79,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       fmt::format("an ISA of this machine ({})", fmt::join(isas, ", ")),
       "ISAs to force (default: every one the library lists)")
       ->type_name("NAME[,NAME]");
-  AddList(
-      app.get(), "--kind", &cfg->kinds,
-      [](const std::string& s, simdnorm_kind* k) {
-        return simdnorm_tools::parse_kind(s, k, false);
-      },
-      simdnorm_tools::kind_names(),
-      simdnorm_tools::kind_list() + " (default: all)")
-      ->type_name("K[,K]");
+  simdnorm_tools::AddKinds(app.get(), &cfg->kinds, false, "(default: all)");
   AddList(app.get(), "--variant", &cfg->variants, simdnorm_tools::parse_variant,
           simdnorm_tools::kVariantSyntax,
           "plain, fused-add (residual, sum_out), gemma\n"

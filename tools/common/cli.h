@@ -127,6 +127,18 @@ CLI::Option* AddList(CLI::App* app, const std::string& name,
       ->delimiter(',');
 }
 
+// --kind K[,K]: kinds of the registry by name (lenient: in any case, or an
+// alias); the help lists them, then default_text.
+inline CLI::Option* AddKinds(CLI::App* app, std::vector<simdnorm_kind>* kinds,
+                             bool lenient, const std::string& default_text) {
+  auto parse = [lenient](const std::string& s, simdnorm_kind* k) {
+    return parse_kind(s, k, lenient);
+  };
+  return AddList(app, "--kind", kinds, parse, kind_names(),
+                 kind_list() + " " + default_text)
+      ->type_name("K[,K]");
+}
+
 }  // namespace simdnorm_tools
 
 #endif  // SIMDNORM_TOOLS_COMMON_CLI_H_

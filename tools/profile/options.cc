@@ -85,14 +85,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
                   "simdnorm_isa_name on this machine)")
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
-  AddList(
-      app.get(), "--kind", &o->kinds,
-      [](const std::string& s, simdnorm_kind* k) {
-        return simdnorm_tools::parse_kind(s, k, true);
-      },
-      simdnorm_tools::kind_names(),
-      simdnorm_tools::kind_list() + " (default all)")
-      ->type_name("K[,K]");
+  simdnorm_tools::AddKinds(app.get(), &o->kinds, true, "(default all)");
   AddList(app.get(), "--dtype,--dtypes", &o->dtypes, ParseDtypes,
           "f32, bf16, f16 or X:Y[:P] of them",
           "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
