@@ -34,8 +34,7 @@ inline double EffectiveScale(float gamma_offset, double gamma) {
   return static_cast<float>(gamma_offset + static_cast<float>(gamma));
 }
 
-// True when two elements of type t (F32, BF16 or F16) hold the same bits,
-// or both a NaN.
+// True when two elements of type t hold the same bits, or both a NaN.
 bool SameElement(simdnorm_dtype t, const unsigned char* a,
                  const unsigned char* b);
 

@@ -66,15 +66,19 @@ double HalfToDouble(Half h, uint16_t b);
 
 // Rounds a double to the format ONCE (nearest, ties to even), without going
 // through float (double -> float -> 16 bits would round twice). Overflow
-// gives infinity, subnormals are kept, NaN gives the default quiet NaN.
-uint16_t RoundToHalf(Half h, double d);
+// gives infinity, subnormals are kept, NaN gives the default quiet NaN
+// with d's sign (with nan_sign false: positive, as simdnorm-accuracy has
+// always written it).
+uint16_t RoundToHalf(Half h, double d, bool nan_sign = true);
 
 // Position of a 16-bit float on the number line as an integer (+0 and -0
 // both 0), so that neighbours differ by 1 and ulp distances are differences.
-// The same for both formats.
+// The same for both formats. Branch-free: the sign is a coin toss in the
+// hot loops of simdnorm-accuracy.
 inline int32_t HalfOrdered(uint16_t b) {
   const int32_t mag = static_cast<int32_t>(b & 0x7FFFu);
-  return (b & 0x8000u) ? -mag : mag;
+  const int32_t neg = -static_cast<int32_t>(b >> 15);  // 0 or -1
+  return (mag ^ neg) - neg;
 }
 // The inverse of HalfOrdered (0 gives +0).
 inline uint16_t HalfFromOrdered(int32_t o) {

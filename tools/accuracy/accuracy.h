@@ -23,13 +23,13 @@ namespace simdnorm_accuracy {
 using simdnorm_tools::dtype_name;
 using simdnorm_tools::Dtypes;
 using simdnorm_tools::half_to_float;
-using simdnorm_tools::is_half;
-using simdnorm_tools::kind_info;
+using simdnorm_tools::Is16;
 using simdnorm_tools::kind_name;
 using simdnorm_tools::Variant;
 
-// The core's contract, checked on every library row (never loosened here).
-constexpr double kF32MaxScaledUlps = 32.0;
+// The core's contract, checked on every library row (never loosened here):
+// the registry's fp32 bound (the same for every kind).
+inline const double kF32MaxScaledUlps = simdnorm_op_at(0)->f32_bound;
 // bf16 and f16 output: correctly rounded (the default), so every element
 // equals the exact result rounded once, on every ISA.
 constexpr double kHalfMinExactShare = 1.0;
@@ -44,50 +44,14 @@ std::string dtypes_label(const Dtypes& d);  // "x/y/w", e.g. "bf16/f32/f32"
 std::string shortest_float(float v);
 
 // A float64 value rounded ONCE to t (BF16 or F16), to nearest-even, with
-// the format's own subnormals and overflow to infinity (no detour through
-// float, which would round twice); NaN to the quiet NaN.
+// the format's own subnormals and overflow to infinity; NaN to the
+// (positive) quiet NaN.
 inline uint16_t half_round_once(simdnorm_dtype t, double d) {
-  const bool f16 = t == SIMDNORM_F16;
-  if (std::isnan(d)) return f16 ? 0x7E00u : 0x7FC0u;
-  const int digits = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof(u));
-  const int e = static_cast<int>((u >> 52) & 0x7FF) - 1023;
-  double r = d;  // infinity stays
-  if (e >= min_exp && e < 1024) {
-    // t's normal range (or beyond): keep `digits` of the 52 fraction bits,
-    // ties to even, in d's own bits (a carry into the exponent is right).
-    const int drop = 52 - digits;
-    u += (uint64_t{1} << (drop - 1)) - 1 + ((u >> drop) & 1);
-    u &= ~((uint64_t{1} << drop) - 1);
-    std::memcpy(&r, &u, sizeof(r));
-  } else if (e < min_exp) {
-    // t's subnormals: their step q is a power of two, so d / q is exact and
-    // nearbyint (ties to even by default) rounds once; the sign of 0 stays.
-    const double q = f16 ? 0x1.0p-24 : 0x1.0p-133;
-    r = std::nearbyint(d / q) * q;
-  }
-  if (std::fabs(r) > (f16 ? 65504.0 : 0x1.FEp127))
-    r = std::copysign(HUGE_VAL, r);
-  const float v = static_cast<float>(r);  // exact: a value of t
-  if (f16) return simdnorm::f16::from_float(v).bits;
-  uint32_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return static_cast<uint16_t>(bits >> 16);
+  return simdnorm_test::RoundToHalf(simdnorm_test::HalfOf(t), d, false);
 }
 // v rounded once to t (F32, BF16 or F16), as a double.
 double round_to(simdnorm_dtype t, double v);
-inline bool half_is_nan(simdnorm_dtype t, uint16_t b) {
-  return (b & 0x7FFFu) > (t == SIMDNORM_F16 ? 0x7C00u : 0x7F80u);
-}
-// Position of a bf16 or f16 value (both sign-magnitude) among the format's
-// values: consecutive values differ by 1, +0 and -0 both map to 0.
-inline int32_t half_order(uint16_t b) {
-  // Branch-free (the sign is a coin toss in the hot loops): mag or -mag.
-  const int32_t mag = static_cast<int32_t>(b & 0x7FFFu);
-  const int32_t neg = -static_cast<int32_t>(b >> 15);  // 0 or -1
-  return (mag ^ neg) - neg;
-}
+using simdnorm_test::HalfOrdered;  // a 16-bit float's place: ulps apart
 
 // Values of one dtype (F32, BF16 or F16): f holds them widened to float,
 // bits the stored 16-bit values of the half types.
@@ -96,7 +60,7 @@ struct Operand {
   std::vector<float> f;
   std::vector<uint16_t> bits;
   const void* data() const {
-    return is_half(type) ? static_cast<const void*>(bits.data()) : f.data();
+    return Is16(type) ? static_cast<const void*>(bits.data()) : f.data();
   }
 };
 // v rounded to t (first to bf16 when bf16q: the quantized copies).

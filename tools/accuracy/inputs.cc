@@ -235,7 +235,7 @@ bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
   }
   const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                          std::istreambuf_iterator<char>());
-  const size_t elem = simdnorm_tools::dtype_size(type);
+  const size_t elem = simdnorm_tools::ElemSize(type);
   if (bytes.empty() || bytes.size() % (cols * elem) != 0) {
     *error = fmt::format(
         "{}: {} bytes is not a positive multiple of one row ({} x {} bytes)",
@@ -246,7 +246,7 @@ bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
   for (size_t i = 0; i < out->size(); ++i) {
     uint32_t u = 0;  // little-endian
     for (size_t b = elem; b-- > 0;) u = u << 8 | bytes[i * elem + b];
-    if (is_half(type)) {
+    if (Is16(type)) {
       (*out)[i] = half_to_float(type, static_cast<uint16_t>(u));
     } else {
       std::memcpy(&(*out)[i], &u, sizeof(u));

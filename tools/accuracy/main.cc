@@ -65,7 +65,7 @@ std::vector<Plan> make_plans(const Config& cfg,
 int run_main(int argc, char** argv) {
   Config cfg;
   std::string err;
-  const std::vector<std::string> available = simdnorm_tools::library_isas();
+  const std::vector<std::string> available = simdnorm_test::SupportedIsas();
   if (const int status = parse_options(argc, argv, available, &cfg, &err)) {
     return status < 0 ? 0 : usage_error(err);
   }
@@ -78,7 +78,7 @@ int run_main(int argc, char** argv) {
   }
   cfg.isas = cfg.isas.empty() ? available : unique(cfg.isas);
   cfg.kinds =
-      cfg.kinds.empty() ? simdnorm_tools::all_kinds() : unique(cfg.kinds);
+      cfg.kinds.empty() ? simdnorm_tools::AllKinds() : unique(cfg.kinds);
 
   // The families: --input's rows, the selected ones, or (empty) the
   // defaults: all for plain, the realistic ones for the other variants.

@@ -16,8 +16,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // |got - truth| in units of ulp * (|gamma| * max(1, |xhat|) + |beta|).
 inline double scaled_error(double got, double truth, double xhat, double gamma,
                            double beta, double ulp) {
-  const double unit = ulp * (std::fabs(gamma) * std::max(1.0, std::fabs(xhat)) +
-                             std::fabs(beta));
+  const double unit = ulp * simdnorm_test::Terms(xhat, gamma, beta);
   const double diff = std::fabs(got - truth);
   const double err = diff / unit;
   if (err <= DBL_MAX) return err;                   // the common case
@@ -31,12 +30,6 @@ inline double nearest_in(double v, double lo, double hi) {
   return std::min(std::max(v, lo), hi);
 }
 
-// The fp32 bound as an absolute error: 32 scaled ulps.
-inline double f32_bound(double xhat, double gamma, double beta) {
-  return kF32MaxScaledUlps * 0x1.0p-23 *
-         (std::fabs(gamma) * std::max(1.0, std::fabs(xhat)) + std::fabs(beta));
-}
-
 // Non-negative floats order like their bits: the top 12 bits (sign,
 // exponent, 3 fraction bits) make a monotonic histogram bin.
 inline uint32_t bin_of(float e) {
@@ -45,15 +38,11 @@ inline uint32_t bin_of(float e) {
   return u >> 20;
 }
 
-// The bits of element i of p (type F32, BF16 or F16).
+// The bits of element i of p (type F32, BF16 or F16; little-endian).
 uint32_t bits(simdnorm_dtype t, const void* p, size_t i) {
-  uint32_t u;
-  uint16_t h;
-  if (t != SIMDNORM_F32) {
-    std::memcpy(&h, static_cast<const uint16_t*>(p) + i, sizeof(h));
-    return h;
-  }
-  std::memcpy(&u, static_cast<const uint32_t*>(p) + i, sizeof(u));
+  uint32_t u = 0;
+  const size_t n = simdnorm_tools::ElemSize(t);
+  std::memcpy(&u, static_cast<const char*>(p) + i * n, n);
   return u;
 }
 
@@ -145,8 +134,10 @@ template <bool kF16>
 void Accumulator::add_half_t(const uint16_t* got, const uint16_t* want,
                              const Truth& t) {
   constexpr simdnorm_dtype kT = kF16 ? SIMDNORM_F16 : SIMDNORM_BF16;
+  constexpr simdnorm_test::Half kH =
+      kF16 ? simdnorm_test::Half::kF16 : simdnorm_test::Half::kBf16;
   constexpr double kUlp1 = kF16 ? 0x1.0p-10 : 0x1.0p-7;
-  auto order = [](double v) { return half_order(half_round_once(kT, v)); };
+  auto order = [](double v) { return HalfOrdered(half_round_once(kT, v)); };
   Tally n = start();
   double max_scaled = s_.max_scaled;
   for (size_t r = 0, i = 0; r < t.rows; ++r) {
@@ -158,24 +149,25 @@ void Accumulator::add_half_t(const uint16_t* got, const uint16_t* want,
       const bool interval = has_interval(t.lo, i);
       const double t_lo = interval ? t.lo[i] : t.want[i];
       const double t_hi = interval ? t.hi[i] : t.want[i];
-      const bool nan = half_is_nan(kT, got[i]) || half_is_nan(kT, want[i]);
-      const int32_t og = half_order(got[i]);
+      const bool nan = simdnorm_test::HalfIsNaN(kH, got[i]) ||
+                       simdnorm_test::HalfIsNaN(kH, want[i]);
+      const int32_t og = HalfOrdered(got[i]);
       double err;
       if (nan) {
         err = kInf;
       } else if (!interval) {
-        err = std::abs(static_cast<double>(og - half_order(want[i])));
+        err = std::abs(static_cast<double>(og - HalfOrdered(want[i])));
       } else {
         const int32_t a = order(t_lo), b = order(t_hi);
         err = og < a ? a - og : (og > b ? og - b : 0);
       }
-      if (!nan && og == half_order(want[i])) ++n.exact;
+      if (!nan && og == HalfOrdered(want[i])) ++n.exact;
       const double g = std::fabs(static_cast<double>(t.gamma[c]));
       const double bt =
           t.beta ? std::fabs(static_cast<double>(t.beta[c])) : 0.0;
       add_error(&n, err);
       if (!(err <= kHalfMaxUlps)) {
-        const double bound = f32_bound(t.xhat[i], g, bt);
+        const double bound = simdnorm_test::F32Bound(t.xhat[i], g, bt);
         n.over += nan || og < order(t_lo - bound) || og > order(t_hi + bound);
       }
       // The scaled error: divide only when it may be a new largest. The unit
@@ -302,7 +294,7 @@ void check_bounds(ResultRow* row) {
   const Stats& s = row->s;
   const simdnorm_dtype y = row->dt.y;
   std::vector<std::string> v;
-  if (is_half(y)) {
+  if (Is16(y)) {
     const char* name = dtype_name(y);
     if (s.exact_share() < kHalfMinExactShare) {
       v.push_back(fmt::format(
@@ -412,13 +404,13 @@ std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
 }
 
 std::string unit_name(simdnorm_dtype y) {
-  return y == SIMDNORM_I8 ? "int8_q"
-                          : (is_half(y) ? std::string(dtype_name(y)) + "_ulp"
-                                        : "scaled_ulp");
+  return y == SIMDNORM_I8
+             ? "int8_q"
+             : (Is16(y) ? std::string(dtype_name(y)) + "_ulp" : "scaled_ulp");
 }
 
 std::string unit_label(simdnorm_dtype y) {
-  return y == SIMDNORM_I8 ? "q" : (is_half(y) ? dtype_name(y) : "scaled");
+  return y == SIMDNORM_I8 ? "q" : (Is16(y) ? dtype_name(y) : "scaled");
 }
 
 }  // namespace simdnorm_accuracy

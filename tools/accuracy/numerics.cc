@@ -20,10 +20,10 @@ Operand rounded(simdnorm_dtype t, size_t n, F value) {
   Operand o;
   o.type = t;
   o.f.resize(n);
-  if (is_half(t)) o.bits.resize(n);
+  if (Is16(t)) o.bits.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const double v = value(i);
-    if (is_half(t)) {
+    if (Is16(t)) {
       o.bits[i] = half_round_once(t, v);
       o.f[i] = half_to_float(t, o.bits[i]);
     } else {
@@ -97,8 +97,7 @@ void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
     // No rounding for f32 x (xhat is not rounded to fp32 first).
     truth[i] = (interval ? round_to(x_type, xhat[i]) : xhat[i]) * g + b;
     if (!interval || !std::isfinite(xhat[i])) continue;
-    const double bound =
-        kF32MaxScaledUlps * 0x1.0p-23 * std::max(1.0, std::fabs(xhat[i]));
+    const double bound = simdnorm_test::F32Bound(xhat[i], 1.0, 0.0);
     const double a = round_to(x_type, xhat[i] - bound);
     const double z = round_to(x_type, xhat[i] + bound);
     if (a == z) continue;

@@ -79,14 +79,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       fmt::format("an ISA of this machine ({})", fmt::join(isas, ", ")),
       "ISAs to force (default: every one the library lists)")
       ->type_name("NAME[,NAME]");
-  AddList(
-      app.get(), "--kind", &cfg->kinds,
-      [](const std::string& s, simdnorm_kind* k) {
-        return simdnorm_tools::parse_kind(s, k, false);
-      },
-      simdnorm_tools::kind_names(),
-      simdnorm_tools::kind_list() + " (default: all)")
-      ->type_name("K[,K]");
+  simdnorm_tools::AddKinds(app.get(), &cfg->kinds, false, "(default: all)");
   AddList(app.get(), "--variant", &cfg->variants, simdnorm_tools::parse_variant,
           simdnorm_tools::kVariantSyntax,
           "plain, fused-add (residual, sum_out), gemma\n"
@@ -138,15 +131,11 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       ->type_name("N");
   app->add_option("--eps", cfg->eps,
                   "eps of the families that do not use 0 (default: 1e-5)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            char* end = nullptr;
-            const double e = std::strtod(v.c_str(), &end);
-            const bool ok = !v.empty() && end == v.c_str() + v.size() &&
-                            e >= 0 && std::isfinite(static_cast<float>(e));
-            return ok ? "" : "'" + v + "' is not a finite value >= 0";
+      ->check(simdnorm_tools::NumberIf(
+          [](double e) {
+            return e >= 0 && std::isfinite(static_cast<float>(e));
           },
-          ""))
+          "a finite value >= 0"))
       ->type_name("E");
   app->add_option("--threads", cfg->threads,
                   "max_threads of each call (default: 0 = TBB default)")
@@ -181,14 +170,12 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       "Output (the text report goes to stdout unless JSON or CSV does)");
   app->add_flag("--detail", cfg->detail,
                 "also one line per (ISA, kind, dtypes, family)");
-  app->add_option("--json", cfg->json_path,
-                  "JSON report to FILE, or stdout if none or \"-\"")
-      ->expected(0, 1)
-      ->type_name("[FILE]");
-  app->add_option("--csv", cfg->csv_path,
-                  "CSV, one line per result row, to FILE or stdout")
-      ->expected(0, 1)
-      ->type_name("[FILE]");
+  simdnorm_tools::AddOptionalFile(
+      app.get(), "--json", &cfg->json_path,
+      "JSON report to FILE, or stdout if none or \"-\"");
+  simdnorm_tools::AddOptionalFile(
+      app.get(), "--csv", &cfg->csv_path,
+      "CSV, one line per result row, to FILE or stdout");
   app->add_option("--svg", cfg->svg_path,
                   "chart of the worst error per family, log scales")
       ->type_name("FILE");

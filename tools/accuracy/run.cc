@@ -167,7 +167,7 @@ class Runner {
         ys.size(), std::vector<Accumulator>(n_isa + std::size(kShortcuts)));
     std::vector<std::vector<std::string>> failed(ys.size() * n_isa);
     const float eps = fam.eps_zero ? 0.0f : cfg_.eps;
-    const bool with_beta = kind_info(kind).beta;
+    const bool with_beta = simdnorm_tools::op_of(kind).centered != 0;
     auto where = [&](const std::string& isa, const Dtypes& dt, size_t cols) {
       return fmt::format("{} cols {}",
                          row_name(isa, kind, v.name(), dt, fam.name), cols);
@@ -254,7 +254,7 @@ class Runner {
         const simdnorm_dtype y = ys[yi];
         const Dtypes dt{xw.x, y, xw.w};
         out_a_.point(&d, y, v);
-        if (is_half(y)) {
+        if (Is16(y)) {
           want_.resize(n);
           for (size_t i = 0; i < n; ++i) {
             want_[i] = half_round_once(y, truth_[i]);
@@ -284,7 +284,7 @@ class Runner {
           Accumulator& a = acc[yi][ii];
           if (y == SIMDNORM_F32) {
             a.add_f32(out_a_.y.data(), tr);
-          } else if (is_half(y)) {
+          } else if (Is16(y)) {
             a.add_half(y, reinterpret_cast<const uint16_t*>(d.y), want_.data(),
                        tr);
           } else {
@@ -380,7 +380,7 @@ class Runner {
                                 const Operand& residual, simdnorm_dtype y,
                                 size_t groups) {
     const size_t n = d.rows * d.cols;
-    const size_t bytes = n * simdnorm_tools::dtype_size(d.x_type);
+    const size_t bytes = n * simdnorm_tools::ElemSize(d.x_type);
     xw_.resize(n);
     rw_.resize(n);
     std::memcpy(xw_.data(), x.data(), bytes);
@@ -435,7 +435,7 @@ class Runner {
         // The reference rounds the exact result, which the float64 truth may
         // not resolve next to a midpoint: the once-rounded truth or a
         // neighbour.
-        ok = std::abs(half_order(rh[i]) - half_order(want_[i])) <= 1;
+        ok = std::abs(HalfOrdered(rh[i]) - HalfOrdered(want_[i])) <= 1;
         want_[i] = rh[i];
       }
       if (!ok && bad++ == 0) first = i;
@@ -451,7 +451,7 @@ class Runner {
               ? fmt::format("truth {:.17g}, once-rounded {:.9g}, reference "
                             "{:.9g}",
                             t, double{static_cast<float>(t)}, double{r[first]})
-          : is_half(y)
+          : Is16(y)
               ? fmt::format("truth {:.17g}, once-rounded 0x{:04x}, reference "
                             "0x{:04x}",
                             t, half_round_once(y, t), rh[first])

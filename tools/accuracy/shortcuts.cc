@@ -66,13 +66,14 @@ bool shortcut_applies(Shortcut s, simdnorm_kind kind, simdnorm_dtype y) {
   if (s == Shortcut::kTruncBf16) return y == SIMDNORM_BF16;
   if (y != SIMDNORM_F32) return false;
   // Without a mean, the one pass is the whole textbook method.
-  return s != Shortcut::kTwoPassF32 || kind_info(kind).centered;
+  return s != Shortcut::kTwoPassF32 ||
+         simdnorm_tools::op_of(kind).centered != 0;
 }
 
 void run_shortcut(Shortcut s, simdnorm_kind kind, const float* x, size_t rows,
                   size_t cols, const float* gamma, const float* beta, float eps,
                   float* y) {
-  const bool centered = kind_info(kind).centered;
+  const bool centered = simdnorm_tools::op_of(kind).centered != 0;
   for (size_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + r * cols;

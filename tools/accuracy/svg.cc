@@ -149,7 +149,7 @@ void write_svg(std::FILE* f, const Report& r) {
   double hi = 1e3;
   for (const ResultRow& row : r.out.rows) {
     if (row.s.count == 0 || row.variant != "plain") continue;
-    const bool half = is_half(row.dt.y);
+    const bool half = Is16(row.dt.y);
     Panel* p = half ? &bf : &f32;
     const size_t si = p->series_index(row);
     const double v = half ? 1.0 - row.s.exact_share() : row.s.max;

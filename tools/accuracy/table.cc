@@ -161,7 +161,7 @@ void write_summary(std::FILE* f, const std::vector<SummaryRow>& all,
                         : fmt::format("{}+{} differ", t.sum_mismatch,
                                       t.inplace_mismatch));
     } else {
-      row.push_back(is_half(s.dt.y) ? format_error(t.max_scaled) : "-");
+      row.push_back(Is16(s.dt.y) ? format_error(t.max_scaled) : "-");
     }
     row.insert(row.end(),
                {s.worst_family, status(s.checked, s.exceeds, s.failing),
@@ -237,7 +237,7 @@ void write_detail(std::FILE* f, const RunOutput& out) {
                     std::to_string(r.s.count), std::to_string(r.s.excluded),
                     format_error(r.s.max), format_error(r.s.mean),
                     format_error(r.s.p999), format_share(r.s.exact_share()),
-                    is_half(r.dt.y) ? format_error(r.s.max_scaled) : "-",
+                    Is16(r.dt.y) ? format_error(r.s.max_scaled) : "-",
                     status(r.checked, r.exceeds || !r.pass(), 0),
                     format_worst(r.s.worst)});
   }
@@ -285,7 +285,7 @@ void write_table(std::FILE* f, const Report& r) {
     if (!row.checked) continue;
     ++lib_rows;
     failing += !row.pass();
-    if (!is_half(row.dt.y)) continue;
+    if (!Is16(row.dt.y)) continue;
     isas.push_back(row.isa);
     half_out += row.s.count;
     half_exact += row.s.exact;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -82,6 +83,30 @@ inline CLI::Validator SizeIn(size_t lo, size_t hi) {
       "");
 }
 
+// A number (all of the text) that ok(value) accepts, else "'TEXT' is not
+// WHAT".
+template <class Ok>
+CLI::Validator NumberIf(Ok ok, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        return !s.empty() && *end == '\0' && ok(v)
+                   ? ""
+                   : "'" + s + "' is not " + what;
+      },
+      "");
+}
+
+// An option whose FILE may be left out (the tools then write to stdout).
+inline CLI::Option* AddOptionalFile(CLI::App* app, const std::string& name,
+                                    std::string* path,
+                                    const std::string& help) {
+  return app->add_option(name, *path, help)
+      ->expected(0, 1)
+      ->type_name("[FILE]");
+}
+
 // A comma-separated list option: `parse` converts each element into *out
 // (which the given list replaces); an element it rejects is a usage error
 // "NAME: 'ELEMENT' is not WHAT".
@@ -100,6 +125,18 @@ CLI::Option* AddList(CLI::App* app, const std::string& name,
   };
   return app->add_option_function<std::vector<std::string>>(name, convert, help)
       ->delimiter(',');
+}
+
+// --kind K[,K]: kinds of the registry by name (lenient: in any case, or an
+// alias); the help lists them, then default_text.
+inline CLI::Option* AddKinds(CLI::App* app, std::vector<simdnorm_kind>* kinds,
+                             bool lenient, const std::string& default_text) {
+  auto parse = [lenient](const std::string& s, simdnorm_kind* k) {
+    return parse_kind(s, k, lenient);
+  };
+  return AddList(app, "--kind", kinds, parse, kind_names(),
+                 kind_list() + " " + default_text)
+      ->type_name("K[,K]");
 }
 
 }  // namespace simdnorm_tools

@@ -28,78 +28,42 @@ bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
   return false;
 }
 
-size_t dtype_size(simdnorm_dtype t) {
-  return t == SIMDNORM_F32 ? 4 : (t == SIMDNORM_I8 ? 1 : 2);
-}
-
 float load_float(const void* p, simdnorm_dtype t, size_t i) {
   if (t == SIMDNORM_F32) return static_cast<const float*>(p)[i];
   if (t == SIMDNORM_I8) return static_cast<const int8_t*>(p)[i];
   return half_to_float(t, static_cast<const uint16_t*>(p)[i]);
 }
 
-bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
-                  size_t j) {
-  const size_t n = dtype_size(t);
-  const char* pa = static_cast<const char*>(a) + i * n;
-  const char* pb = static_cast<const char*>(b) + j * n;
-  return std::memcmp(pa, pb, n) == 0 ||
-         (std::isnan(load_float(a, t, i)) && std::isnan(load_float(b, t, j)));
-}
+namespace {
 
-const std::vector<KindInfo>& kinds() {
-  // The library's registry of operations (simdnorm_op_at), with the short
-  // alias and chart label the tools have for some kinds (others use their
-  // name and title). Centered kinds are run with beta, as engines call
-  // LayerNorm; oneDNN 2.x has LayerNorm only.
-  static const std::vector<KindInfo> kKinds = [] {
-    struct Short {
-      const char *name, *alias, *label;
-    };
-    static const Short kShort[] = {{"layernorm", "ln", "LN"},
-                                   {"rmsnorm", "rms", "RMS"}};
-    std::vector<KindInfo> out;
-    for (size_t i = 0; const simdnorm_op_info* op = simdnorm_op_at(i); ++i) {
-      const bool centered = op->centered != 0;
-      KindInfo k{op->kind,
-                 op->name,
-                 op->name,
-                 op->title,
-                 centered,
-                 centered,
-                 op->kind == SIMDNORM_LAYERNORM};
-      for (const Short& s : kShort) {
-        if (std::strcmp(s.name, op->name) == 0) {
-          k.alias = s.alias;
-          k.label = s.label;
-        }
-      }
-      out.push_back(k);
-    }
-    return out;
-  }();
-  return kKinds;
-}
-
-const KindInfo& kind_info(simdnorm_kind k) {
-  for (const KindInfo& i : kinds()) {
-    if (i.kind == k) return i;
+// The aliases and chart labels the tools have for some kinds.
+struct Short {
+  simdnorm_kind kind;
+  const char *alias, *label;
+};
+constexpr Short kShort[] = {{SIMDNORM_LAYERNORM, "ln", "LN"},
+                            {SIMDNORM_RMSNORM, "rms", "RMS"}};
+const Short* short_of(simdnorm_kind k) {
+  for (const Short& s : kShort) {
+    if (s.kind == k) return &s;
   }
-  return kinds().front();
+  return nullptr;
 }
 
-std::vector<simdnorm_kind> all_kinds() {
-  std::vector<simdnorm_kind> out;
-  for (const KindInfo& i : kinds()) out.push_back(i.kind);
-  return out;
+}  // namespace
+
+const char* kind_label(simdnorm_kind k) {
+  const Short* s = short_of(k);
+  return s ? s->label : op_of(k).title;
 }
 
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
-  for (const KindInfo& i : kinds()) {
-    if (lenient ? strcasecmp(s.c_str(), i.name) == 0 ||
-                      strcasecmp(s.c_str(), i.alias) == 0
-                : s == i.name) {
-      *k = i.kind;
+  for (simdnorm_kind c : AllKinds()) {
+    const Short* a = short_of(c);
+    if (lenient ? strcasecmp(s.c_str(), kind_name(c)) == 0 ||
+                      (a && strcasecmp(s.c_str(), a->alias) == 0)
+                : s == kind_name(c)) {
+      *k = c;
       return true;
     }
   }
@@ -107,27 +71,16 @@ bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient) {
 }
 
 std::string kind_list() {
-  std::string out;
-  for (const KindInfo& k : kinds())
-    out += (out.empty() ? "" : ", ") + std::string(k.name);
-  return out;
+  std::vector<const char*> names;
+  for (simdnorm_kind k : AllKinds()) names.push_back(kind_name(k));
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 std::string kind_names() {
-  std::string out;
-  for (size_t i = 0; i < kinds().size(); ++i) {
-    out += i == 0 ? "" : (i + 1 == kinds().size() ? " or " : ", ");
-    out += kinds()[i].name;
-  }
-  return out;
-}
-
-std::vector<std::string> library_isas() {
-  std::vector<std::string> out;
-  for (size_t i = 0; const char* name = simdnorm_isa_name(i); ++i) {
-    out.emplace_back(name);
-  }
-  return out;
+  const std::string list = kind_list();
+  const size_t last = list.rfind(", ");
+  if (last == std::string::npos) return list;
+  return list.substr(0, last) + " or " + list.substr(last + 2);
 }
 
 bool parse_size(const std::string& s, size_t* v) {

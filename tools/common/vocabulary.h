@@ -1,8 +1,9 @@
-// The words both tools share: dtypes, the kinds of normalization, the ISAs
-// and the engine variants of issue #7 that they run beside the plain call:
-// fused residual add, Gemma's gamma offset, Hugging Face's rounding order
-// and int8 output. A variant is a set of these features; `--variant
-// fused-add+int8` combines them.
+// The words both tools share (beside tests/support's dtypes, 16-bit
+// floats and ISAs, which the tests share too): dtype names, the kinds of
+// normalization, the ISAs and the engine variants of issue #7 that they run
+// beside the plain call: fused residual add, Gemma's gamma offset, Hugging
+// Face's rounding order and int8 output. A variant is a set of these features;
+// `--variant fused-add+int8` combines them.
 #ifndef SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 #define SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 
@@ -13,6 +14,10 @@
 
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
+#include "support/checks.h"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/isas.h"
 
 namespace simdnorm_tools {
 
@@ -20,11 +25,8 @@ namespace simdnorm_tools {
 const char* dtype_name(simdnorm_dtype t);
 // f32 (or fp32, float), bf16, f16 (or fp16, half), in any case.
 bool parse_dtype(const std::string& s, simdnorm_dtype* t);
-size_t dtype_size(simdnorm_dtype t);  // bytes per element
-// bf16 and f16: 16-bit floats, held as their bits.
-inline bool is_half(simdnorm_dtype t) {
-  return t == SIMDNORM_BF16 || t == SIMDNORM_F16;
-}
+using simdnorm_test::ElemSize;  // bytes per element
+using simdnorm_test::Is16;      // bf16 and f16: 16-bit floats, as their bits
 inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
   if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
   return simdnorm::bf16::from_bits(b).to_float();
@@ -33,8 +35,12 @@ inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
 float load_float(const void* p, simdnorm_dtype t, size_t i);
 // Whether element i of a and element j of b (type t) hold the same bits,
 // or NaN both.
-bool same_element(simdnorm_dtype t, const void* a, size_t i, const void* b,
-                  size_t j);
+inline bool same_element(simdnorm_dtype t, const void* a, size_t i,
+                         const void* b, size_t j) {
+  const auto* pa = static_cast<const unsigned char*>(a) + i * ElemSize(t);
+  const auto* pb = static_cast<const unsigned char*>(b) + j * ElemSize(t);
+  return simdnorm_test::SameElement(t, pa, pb);
+}
 
 // The data types of x, y and the weights (gamma, beta) of one call.
 struct Dtypes {
@@ -44,28 +50,20 @@ struct Dtypes {
   }
 };
 
-// A kind of normalization and what sets it apart. The only list of kinds:
-// every loop over kinds and every test of one goes through kinds().
-struct KindInfo {
-  simdnorm_kind kind;
-  const char* name;   // "layernorm"
-  const char* alias;  // "ln" (simdnorm-profile takes it too)
-  const char* label;  // "LN": short, for charts
-  bool centered;      // subtracts the mean of the row
-  bool beta;          // adds beta after gamma
-  bool onednn;        // oneDNN 2.x has it (a peer of simdnorm-profile)
-};
-const std::vector<KindInfo>& kinds();
-const KindInfo& kind_info(simdnorm_kind k);
-inline const char* kind_name(simdnorm_kind k) { return kind_info(k).name; }
-std::vector<simdnorm_kind> all_kinds();
-// A kind's name; with `lenient`, in any case or its alias.
+// The kinds of normalization are the library's registry (simdnorm_op_at):
+// every kind in order (AllKinds), each one's entry (name, centered, ...).
+// Centered kinds are run with beta, as engines call LayerNorm.
+using simdnorm_test::AllKinds;
+inline const simdnorm_op_info& op_of(simdnorm_kind k) {
+  return *simdnorm_op_of(k);
+}
+inline const char* kind_name(simdnorm_kind k) { return op_of(k).name; }
+// Short, for charts: "LN", "RMS", else the registry's title.
+const char* kind_label(simdnorm_kind k);
+// A kind's name; with `lenient`, in any case or its alias ("ln", "rms").
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
 std::string kind_names();  // "layernorm, rmsnorm or l2norm"
 std::string kind_list();   // "layernorm, rmsnorm, l2norm"
-
-// The ISAs the library lists on this machine, best first.
-std::vector<std::string> library_isas();
 
 // A whole decimal number, nothing around it.
 bool parse_size(const std::string& s, size_t* v);

@@ -26,7 +26,7 @@ namespace {
 // (validated with simdnorm_set_isa and named as the library lists them).
 bool ResolveIsas(const std::vector<std::string>& wanted,
                  std::vector<std::string>* out) {
-  const std::vector<std::string> listed = simdnorm_tools::library_isas();
+  const std::vector<std::string> listed = simdnorm_test::SupportedIsas();
   if (wanted.empty()) {
     *out = listed;
     if (listed.empty()) {

@@ -205,7 +205,7 @@ ConfigResult MeasureConfig(
   shape.y_type = c.dtypes.y;
   shape.param_type = c.dtypes.w;
   shape.gamma = true;
-  shape.beta = simdnorm_tools::kind_info(c.kind).beta;
+  shape.beta = simdnorm_tools::op_of(c.kind).centered != 0;
   shape.max_threads = c.threads;
   shape.residual = c.variant.fused_add;
   shape.quant_group = c.variant.quant_group;
@@ -253,13 +253,14 @@ ConfigResult MeasureConfig(
       for (size_t i = 0; i < calls; ++i)
         simdnorm_peers::copy_bytes(d, src, dst);
     });
-    // The hand-written loop and oneDNN compute the plain call only.
+    // The hand-written loop and oneDNN (2.x: LayerNorm only) compute the
+    // plain call only.
     if (c.variant.plain()) {
       add("loop", ImplType::kLoop, [d](size_t calls) {
         for (size_t i = 0; i < calls; ++i) simdnorm_peers::naive_normalize(d);
       });
     }
-    if (simdnorm_tools::kind_info(c.kind).onednn && c.variant.plain() &&
+    if (c.kind == SIMDNORM_LAYERNORM && c.variant.plain() &&
         simdnorm_peers::onednn_built()) {
       std::string why;
       onednn.reset(simdnorm_peers::OneDnnLayerNorm::Create(d, &why).release());

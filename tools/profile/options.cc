@@ -33,10 +33,6 @@ constexpr const char* kFooter =
     "unfused' = the peer's time / this implementation's time (above 1 =\n"
     "faster than the peer).";
 
-bool ParseKind(const std::string& s, simdnorm_kind* k) {
-  return simdnorm_tools::parse_kind(s, k, true);
-}
-
 // X[:Y[:W]], Y = X and W = Y when left out.
 bool ParseDtypes(const std::string& s, Dtypes* t) {
   const std::vector<std::string> p = simdnorm_tools::split(s, ':');
@@ -89,10 +85,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
                   "simdnorm_isa_name on this machine)")
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
-  AddList(app.get(), "--kind", &o->kinds, ParseKind,
-          simdnorm_tools::kind_names(),
-          simdnorm_tools::kind_list() + " (default all)")
-      ->type_name("K[,K]");
+  simdnorm_tools::AddKinds(app.get(), &o->kinds, true, "(default all)");
   AddList(app.get(), "--dtype,--dtypes", &o->dtypes, ParseDtypes,
           "f32, bf16, f16 or X:Y[:P] of them",
           "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"
@@ -129,16 +122,9 @@ int ParseOptions(int argc, char** argv, Options* o) {
       ->check(positive)
       ->type_name("N");
   app->add_option("--batch-ms", o->batch_ms, "length of one batch (default 4)")
-      ->check(CLI::Validator(
-          [](std::string& v) -> std::string {
-            char* end = nullptr;
-            const double ms = std::strtod(v.c_str(), &end);
-            if (*end != '\0' || !(ms > 0.0) || ms > 10000.0) {
-              return "'" + v + "' is not a number of ms above 0, at most 10000";
-            }
-            return "";
-          },
-          ""))
+      ->check(simdnorm_tools::NumberIf(
+          [](double ms) { return ms > 0.0 && ms <= 10000.0; },
+          "a number of ms above 0, at most 10000"))
       ->type_name("MS");
   bool no_peers = false, no_check = false;
   app->add_flag("--no-peers", no_peers,
@@ -148,20 +134,16 @@ int ParseOptions(int argc, char** argv, Options* o) {
   app->add_flag("--strict", o->strict,
                 "exit status 1 when a simdnorm call fails or its\n"
                 "output is off the reference (a smoke test)");
-  // FILE is optional: without one, stdout ("-").
-  auto optional_file = [&](const char* name, std::string* path,
-                           const char* help) {
-    app->add_option(name, *path, help)->expected(0, 1)->type_name("[FILE]");
-  };
-  optional_file("--json", &o->json,
-                "results as JSON (stdout when FILE is absent)");
-  optional_file("--csv", &o->csv,
-                "results as CSV (stdout when FILE is absent)");
+  using simdnorm_tools::AddOptionalFile;  // without FILE: stdout ("-")
+  AddOptionalFile(app.get(), "--json", &o->json,
+                  "results as JSON (stdout when FILE is absent)");
+  AddOptionalFile(app.get(), "--csv", &o->csv,
+                  "results as CSV (stdout when FILE is absent)");
   app->add_option("--svg", o->svg, "GB/s per ISA as a grouped SVG bar chart")
       ->type_name("FILE");
-  optional_file("--markdown", &o->markdown,
-                "a summary table in Markdown (stdout when FILE\n"
-                "is absent)");
+  AddOptionalFile(app.get(), "--markdown", &o->markdown,
+                  "a summary table in Markdown (stdout when FILE\n"
+                  "is absent)");
   app->add_option("--update-doc", o->update_doc,
                   "replace the summary between the markers\n"
                   "<!-- simdnorm-profile:begin/end --> in FILE")

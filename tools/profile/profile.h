@@ -31,7 +31,7 @@ struct Options {
   std::vector<size_t> cols = {896};
   std::vector<size_t> rows = {1, 64, 4096};
   std::vector<std::string> isas;  // empty = every ISA of this machine
-  std::vector<simdnorm_kind> kinds = simdnorm_tools::all_kinds();
+  std::vector<simdnorm_kind> kinds = simdnorm_tools::AllKinds();
   std::vector<Dtypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
                                 {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
   std::vector<Variant> variants = {Variant{}};  // plain

@@ -407,7 +407,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
     }
     const Config& cf = c.config;
     const std::string lines[3] = {
-        fmt::format("{} {}{}", simdnorm_tools::kind_info(cf.kind).label,
+        fmt::format("{} {}{}", simdnorm_tools::kind_label(cf.kind),
                     DtypesName(cf.dtypes),
                     cf.variant.plain() ? "" : " " + cf.variant.name()),
         fmt::format("{}x{}", cf.cols, cf.rows),
