@@ -23,8 +23,14 @@ y = simdnorm.rms_norm(np.ones((2, 8), np.float32), eps=0.0)
 assert (y == 1).all(), y
 modules = ["simdnorm.reference"]
 if importlib.util.find_spec("torch"):
-    import simdnorm.torch
+    import torch, simdnorm.torch
     modules.append("simdnorm.torch")
+    # Built with torch's C++ headers: the common call must load too.
+    if importlib.util.find_spec("simdnorm._torch_core"):
+        assert simdnorm.torch._common_call.__module__ != "simdnorm._core"
+        y = simdnorm.torch.rms_norm(torch.ones(2, 8), (8,), eps=0.0)
+        assert (y == 1).all(), y
+        modules.append("simdnorm._torch_core")
 print(simdnorm.__file__, simdnorm.active_isa(), *modules)
 ]=]
   # Not the build tree's python/ folder (the test's directory, which

@@ -42,6 +42,15 @@ _DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
 _is_grad_enabled = torch._C.is_grad_enabled
 _core.torch_setup(torch.empty_like, _is_grad_enabled, torch.get_num_threads,
                   torch.float32, torch.bfloat16, torch.float16, torch.strided)
+# The common call: over ATen where the package was built with torch's C++
+# headers (libtorch-dev), else through Python's attribute getters.
+try:
+    from . import _torch_core
+    _common_call = _torch_core.normalize
+    _last_threads = _torch_core.last_threads
+except ImportError:
+    _common_call = _core.torch_normalize
+    _last_threads = _core.last_torch_threads
 
 
 def _no_grad_error(who, name):
@@ -170,11 +179,11 @@ def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
                y_dtype=None, gamma_offset=0.0):
     """The functional forms: y = a new tensor of x's shape. The common call
     (contiguous x, one normalized dimension, dense weights of one dtype)
-    goes through _core.torch_normalize, which reads the tensors' attributes
-    in C++: in Python they were half the time of a one-row call."""
+    goes through _common_call, which reads the tensors' attributes in C++:
+    in Python they were half the time of a one-row call."""
     if y_dtype is None:
-        y = _core.torch_normalize(kind, x, normalized_shape, weight, bias,
-                                  eps, gamma_offset, flags)
+        y = _common_call(kind, x, normalized_shape, weight, bias, eps,
+                         gamma_offset, flags)
         if y is not None:
             if type(y) is int:
                 raise _rows.error(y, who)

@@ -464,7 +464,7 @@ def test_threads_follow_torch(monkeypatch):
             torch.set_num_threads(n)
             x = torch.randn(64, 32)
             st.layer_norm(x, (32,))
-            assert simdnorm._core.last_torch_threads() == n
+            assert st._last_threads() == n
             st.layer_norm(x.t().contiguous().t(), (32,))
             torch.ops.simdnorm.rms_norm(torch.empty_like(x), x,
                                         torch.ones(32), 1e-6)
@@ -530,3 +530,36 @@ def test_bad_inputs_raise_and_write_nothing():
     _bad(lambda: fused(x, r, w, float("inf")), ValueError,
          "SIMDNORM_INVALID_ARGUMENT", x, r)
     _bad(lambda: fused(x, x, w, 1e-6), ValueError, "SIMDNORM_OVERLAP", x)
+
+
+@pytest.mark.skipif(not hasattr(st, "_torch_core"),
+                    reason="built without torch's C++ headers")
+def test_common_calls_agree():
+    # The ATen common call (_torch_core) and the Python-getter one (_core)
+    # take the same calls, give the same bits, and decline the same calls
+    # (None: the Python path decides).
+    calls = (st._torch_core.normalize, simdnorm._core.torch_normalize)
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(3, 5, 64, generator=g)
+    w, b = torch.randn(64, generator=g), torch.randn(64, generator=g)
+    cases = [
+        (0, x, (64,), w, b), (1, x, [64], w, None), (2, x, 64, None, None),
+        (1, x.bfloat16(), (64,), w.bfloat16(), None),
+        (0, x.half(), (64,), w.half(), b.half()),
+        (0, x.bfloat16(), (64,), w, b),
+        (0, x[:, :, :32], (32,), None, None),  # not contiguous
+        (0, x, (5, 64), w, b), (0, x, (63,), w, b),
+        (0, x.double(), (64,), None, None),
+        (0, x, (64,), w, b.half()), (0, x, (64,), w[None], b),
+        (0, x, (64,), w.requires_grad_(True), b), (7, x, (64,), None, None),
+    ]
+    for kind, t, shape, wt, bt in cases:
+        got = [f(kind, t, shape, wt, bt, 1e-5, 0.0, 0) for f in calls]
+        if isinstance(got[0], torch.Tensor):
+            bits = torch.int32 if got[0].dtype == torch.float32 else \
+                torch.int16
+            assert got[0].dtype == got[1].dtype
+            assert torch.equal(got[0].view(bits), got[1].view(bits))
+        else:
+            assert got[0] == got[1], (kind, shape, got)
+    w.requires_grad_(False)
