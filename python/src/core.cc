@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "one_dimension.h"
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
 
@@ -192,28 +193,6 @@ bool DenseTensor(PyObject* t, size_t cols, Dense* out) {
   out->rows = numel / last;
   out->dims = static_cast<size_t>(dims);
   return true;
-}
-
-// The last dimension normalized_shape names when it names one (an int, or
-// a sequence of one int); 0 otherwise.
-size_t OneDimension(PyObject* normalized_shape) {
-  PyObject* n = normalized_shape;
-  PyObject* item = nullptr;
-  if (!PyLong_Check(n)) {
-    if (!PySequence_Check(n) || PySequence_Size(n) != 1) {
-      PyErr_Clear();
-      return 0;
-    }
-    item = PySequence_GetItem(n, 0);
-    n = item;
-  }
-  const size_t cols = n && PyLong_Check(n) ? PyLong_AsSize_t(n) : 0;
-  Py_XDECREF(item);
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return 0;
-  }
-  return cols;
 }
 
 // True when autograd is on and any of the tensors (or None) requires grad.

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <exception>
 
+#include "one_dimension.h"
 #include "simdnorm/simdnorm.h"
 
 namespace {
@@ -58,27 +59,6 @@ bool DenseOf(const at::Tensor& t, int64_t cols, Dense* out) {
   return true;
 }
 
-// The last dimension normalized_shape names when it names one (an int, or
-// a sequence of one int); 0 otherwise.
-int64_t OneDimension(PyObject* n) {
-  PyObject* item = nullptr;
-  if (!PyLong_Check(n)) {
-    if (!PySequence_Check(n) || PySequence_Size(n) != 1) {
-      PyErr_Clear();
-      return 0;
-    }
-    item = PySequence_GetItem(n, 0);
-    n = item;
-  }
-  const long long cols = n && PyLong_Check(n) ? PyLong_AsLongLong(n) : 0;
-  Py_XDECREF(item);
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    return 0;
-  }
-  return cols > 0 ? cols : 0;
-}
-
 // A tensor argument (None: an undefined one); false for anything else.
 bool TensorArg(PyObject* o, const at::Tensor** t) {
   if (o == Py_None) return true;
@@ -104,7 +84,7 @@ PyObject* Normalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const double eps = PyFloat_AsDouble(args[5]);
   const double gamma_offset = PyFloat_AsDouble(args[6]);
   const unsigned long flags = PyLong_AsUnsignedLong(args[7]);
-  const int64_t cols = OneDimension(args[2]);
+  const int64_t cols = static_cast<int64_t>(OneDimension(args[2]));
   if (PyErr_Occurred()) {
     PyErr_Clear();
     Py_RETURN_NONE;
