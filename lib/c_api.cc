@@ -1,4 +1,5 @@
 // The C API: a thin layer over the C++ core.
+#include "lib/backward.h"
 #include "lib/descriptor.h"
 #include "lib/isa.h"
 #include "simdnorm/simdnorm.h"
@@ -16,6 +17,18 @@ simdnorm_status simdnorm_normalize_reference_sized(const simdnorm_desc* d,
                                                    size_t desc_size) {
   return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
       d, desc_size, simdnorm::internal::NormalizeReference));
+}
+
+simdnorm_status simdnorm_backward_sized(const simdnorm_backward_desc* d,
+                                        size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::Backward));
+}
+
+simdnorm_status simdnorm_backward_reference_sized(
+    const simdnorm_backward_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::BackwardReference));
 }
 
 unsigned simdnorm_version(void) { return SIMDNORM_VERSION; }
@@ -44,9 +57,9 @@ const char* simdnorm_status_string(simdnorm_status s) {
       return "SIMDNORM_INVALID_SHAPE: cols is 0, a stride is below cols, or a "
              "size overflows";
     case SIMDNORM_OVERLAP:
-      return "SIMDNORM_OVERLAP: an output (y, sum_out, y_scale) overlaps "
-             "another buffer other than exactly y == x (in place) or sum_out "
-             "== x or residual";
+      return "SIMDNORM_OVERLAP: an output (y, sum_out, y_scale; backward: "
+             "dx, dgamma, dbeta) overlaps another buffer other than exactly "
+             "y == x (in place), sum_out == x or residual, or dx == dy";
     case SIMDNORM_UNSUPPORTED:
       return "SIMDNORM_UNSUPPORTED: int8 as an input type, an unknown ISA "
              "or one this CPU does not support, or a descriptor field this "

@@ -17,21 +17,29 @@
 namespace simdnorm {
 namespace internal {
 
+// The smallest size a caller may pass of each descriptor.
+inline constexpr size_t MinDescriptorSize(const simdnorm_desc*) {
+  return SIMDNORM_DESC_MIN_SIZE;
+}
+inline constexpr size_t MinDescriptorSize(const simdnorm_backward_desc*) {
+  return SIMDNORM_BACKWARD_DESC_MIN_SIZE;
+}
+
 // Sets *whole to d itself, or to `copy` filled from d's first `size` bytes
 // and zeros; or returns why d cannot be served (NULL or too small:
 // INVALID_ARGUMENT; a non-zero byte this version does not know:
 // UNSUPPORTED), reading no byte past d + size.
-inline simdnorm_status WholeDescriptor(const simdnorm_desc* d, size_t size,
-                                       simdnorm_desc* copy,
-                                       const simdnorm_desc** whole) {
+template <class Desc>
+simdnorm_status WholeDescriptor(const Desc* d, size_t size, Desc* copy,
+                                const Desc** whole) {
   if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  if (size == sizeof(simdnorm_desc)) {
+  if (size == sizeof(Desc)) {
     *whole = d;
     return SIMDNORM_OK;
   }
-  if (size < SIMDNORM_DESC_MIN_SIZE) return SIMDNORM_INVALID_ARGUMENT;
+  if (size < MinDescriptorSize(d)) return SIMDNORM_INVALID_ARGUMENT;
   const unsigned char* bytes = reinterpret_cast<const unsigned char*>(d);
-  for (size_t i = sizeof(simdnorm_desc); i < size; ++i) {
+  for (size_t i = sizeof(Desc); i < size; ++i) {
     if (bytes[i] != 0) return SIMDNORM_UNSUPPORTED;
   }
   std::memset(static_cast<void*>(copy), 0, sizeof(*copy));
@@ -42,10 +50,10 @@ inline simdnorm_status WholeDescriptor(const simdnorm_desc* d, size_t size,
 }
 
 // f(whole descriptor), or the status of WholeDescriptor.
-template <class F>
-Status WithWholeDescriptor(const simdnorm_desc* d, size_t size, F f) {
-  simdnorm_desc copy;
-  const simdnorm_desc* whole;
+template <class Desc, class F>
+Status WithWholeDescriptor(const Desc* d, size_t size, F f) {
+  Desc copy;
+  const Desc* whole;
   const simdnorm_status s = WholeDescriptor(d, size, &copy, &whole);
   if (s != SIMDNORM_OK) return static_cast<Status>(s);
   return f(*whole);

@@ -29,20 +29,23 @@ struct IsaList {
   size_t count = 0;
   const Isa* best = nullptr;
 
+  // The entry of a target, made on first use (nullptr when full).
+  Isa* Entry(int64_t target, const char* name) {
+    for (size_t i = 0; i < num_stored; ++i) {
+      if (storage[i].target == target) return &storage[i];
+    }
+    if (num_stored == kMaxIsas) return nullptr;
+    Isa* isa = &storage[num_stored++];
+    isa->target = target;
+    isa->name = name;
+    return isa;
+  }
+
   // Adds a target's kernels of one family, for every kind of that family.
   template <int kFamily>
   static void Add(const TargetKernels& k, void* self) {
-    IsaList& list = *static_cast<IsaList*>(self);
-    Isa* isa = nullptr;
-    for (size_t i = 0; i < list.num_stored; ++i) {
-      if (list.storage[i].target == k.target) isa = &list.storage[i];
-    }
-    if (isa == nullptr) {
-      if (list.num_stored == kMaxIsas) return;
-      isa = &list.storage[list.num_stored++];
-      isa->target = k.target;
-      isa->name = k.name;
-    }
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
     for (int kind = 0; kind < kNumKinds; ++kind) {
       if (FamilyOf(kind) != kFamily) continue;
       for (int x = 0; x < kNumInTypes; ++x)
@@ -52,12 +55,26 @@ struct IsaList {
     }
   }
 
+  // Adds a target's backward kernels.
+  static void AddBackward(const TargetBackward& k, void* self) {
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
+    for (int x = 0; x < kNumInTypes; ++x)
+      for (int dy = 0; dy < kNumInTypes; ++dy)
+        for (int dx = 0; dx < kNumInTypes; ++dx)
+          isa->backward[x][dy][dx] = (*k.table)[x][dy][dx];
+  }
+
   static bool Complete(const Isa& isa) {
     for (const auto& by_x : isa.fn)
       for (const auto& by_y : by_x)
         for (const auto& by_p : by_y)
           for (RowsFn f : by_p)
             if (f == nullptr) return false;
+    for (const auto& by_x : isa.backward)
+      for (const auto& by_dy : by_x)
+        for (BackwardRowsFn f : by_dy)
+          if (f == nullptr) return false;
     return true;
   }
 
@@ -76,6 +93,7 @@ struct IsaList {
   IsaList() {
     VisitLayerNormKernels(&Add<kCenteredFamily>, this);
     VisitRMSNormKernels(&Add<kUncenteredFamily>, this);
+    VisitBackwardKernels(&AddBackward, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
 #if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
@@ -84,6 +102,7 @@ struct IsaList {
     if (CpuHasAvx512Bf16()) {
       Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
       Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
+      AddBackward(kAvx3Bf16BackwardKernels, this);
       supported |= kTargetAvx3Bf16;
       chosen = kTargetAvx3Bf16;
     }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lib/backward.h"
 #include "lib/kernel_table.h"
 
 namespace simdnorm {
@@ -15,6 +16,7 @@ struct Isa {
   int64_t target;  // Highway target bit
   const char* name;
   RowsFn fn[kNumKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
+  BackwardTable backward;  // every kind: [x_type][dy_type][dx_type]
 };
 
 // Supported ISAs, best first. Stable for the life of the process.

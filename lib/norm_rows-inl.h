@@ -206,6 +206,9 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
 // RMSNorm:   Shifted(x) = x * s, add = 0. Unscaled rows have s = 1.
 struct RowScale {
   float s, m, mul, add;
+  // sum((x - center)^2) of the unscaled row, in double: the kind's
+  // denominator (ops.h) is a function of it; the backward pass uses it.
+  double second = 0.0;
 };
 
 template <bool kLayerNorm, bool kScaled, class V>
@@ -758,7 +761,8 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   const double var_scaled = std::fmax(dev.sum_sq * inv_n - c * c, 0.0);
   const double var = var_scaled / (static_cast<double>(s) * s);
   const double mul = 1.0 / (std::sqrt(var + static_cast<double>(eps)) * s);
-  return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul)};
+  return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul),
+                  var * static_cast<double>(n)};
 }
 
 // The row's first element (of h = x + r with kAdd).
@@ -787,7 +791,8 @@ HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, const TX* r, TX* h,
   }
   const double mul = 1.0 / std::sqrt(var + static_cast<double>(eps));
   return RowScale{1.0f, k, static_cast<float>(mul),
-                  static_cast<float>(-mean_d * mul)};
+                  static_cast<float>(-mean_d * mul),
+                  var * static_cast<double>(n)};
 }
 
 // Uncentered kinds (RMSNorm, L2): one pass of sum(x^2); the kind's
@@ -806,7 +811,8 @@ HWY_INLINE RowScale UncenteredScale(DF df, const TX* x_in, const TX* r, TX* h,
     sq = ReduceRow<false, true, false, Shift::kScaleSub>(df, x, n, s, 0.0f);
   }
   const double mul = internal::UncenteredMul(kind, sq.sum_sq, s, n, eps);
-  return RowScale{s, 0.0f, MulToFloat(mul), 0.0f};
+  const double sd = static_cast<double>(s);
+  return RowScale{s, 0.0f, MulToFloat(mul), 0.0f, sq.sum_sq / (sd * sd)};
 }
 
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,

@@ -67,30 +67,43 @@ Dyadic ExactNormOrEps(const Dyadic& n, const Dyadic& n_second,
   return a.Compare(b) >= 0 ? a : b;
 }
 
+// 2 * den * d(den)/d(second) for den = sqrt(second / n + eps): 1 / n.
+double MeanSquareRootWeight(double, double n, double) { return 1.0 / n; }
+
+// For den = max(sqrt(second), eps): 1 where the norm is above eps, 0 where
+// den is the constant eps (at equality den is eps either way; the weight
+// follows den, as it does in the kernels).
+double NormOrEpsWeight(double second, double, double eps) {
+  return std::sqrt(second) > eps ? 1.0 : 0.0;
+}
+
 }  // namespace
 
 const Op kOps[kNumKinds] = {
     {{SIMDNORM_LAYERNORM, "layernorm", "LayerNorm",
       "y = (x - mean) / sqrt(var + eps) * gamma + beta",
       "torch.nn.functional.layer_norm", 1, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound},
+      kF32Bound, 1},
      MeanSquareRoot,
      MeanSquareRootScale,
-     ExactMeanSquareRoot},
+     ExactMeanSquareRoot,
+     MeanSquareRootWeight},
     {{SIMDNORM_RMSNORM, "rmsnorm", "RMSNorm",
       "y = x / sqrt(mean(x^2) + eps) * gamma + beta",
       "torch.nn.functional.rms_norm", 0, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound},
+      kF32Bound, 1},
      MeanSquareRoot,
      MeanSquareRootScale,
-     ExactMeanSquareRoot},
+     ExactMeanSquareRoot,
+     MeanSquareRootWeight},
     {{SIMDNORM_L2NORM, "l2norm", "L2Norm",
       "y = x / max(sqrt(sum(x^2)), eps) * gamma + beta",
       "torch.nn.functional.normalize", 0, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound},
+      kF32Bound, 1},
      NormOrEps,
      NormOrEpsScale,
-     ExactNormOrEps},
+     ExactNormOrEps,
+     NormOrEpsWeight},
 };
 
 }  // namespace internal

@@ -27,6 +27,12 @@ struct Op {
   // path: xhat = n (x - center) / sqrt((n D)^2)).
   Dyadic (*exact_n2_d2)(const Dyadic& n, const Dyadic& n_second,
                         const Dyadic& eps);
+  // The backward pass (simdnorm_backward): the weight w of sum(g * xhat) in
+  // dx = r * (g - a - xhat * w * sum(g * xhat)), r = 1 / denominator (a =
+  // mean(g) for centered kinds, else 0). From xhat = (x - center) * r(second):
+  // w = -2 r'(second) / r^3 = 2 * denominator * d(denominator)/d(second),
+  // e.g. 1 / n for sqrt(second / n + eps). Same arguments as denominator.
+  double (*sum_weight)(double second, double n, double eps);
 };
 
 // The entries, in kind order (ops[k].info.kind == k).

@@ -30,14 +30,15 @@ size_t ProcessThreadCap() {
 
 }  // namespace
 
-void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
-                  size_t max_threads) {
+void ParallelRanges(size_t count, size_t elements, size_t max_threads,
+                    void (*fn)(void* ctx, size_t begin, size_t end),
+                    void* ctx) {
   const size_t cap = ProcessThreadCap();
   if (cap != 0 && (max_threads == 0 || max_threads > cap)) max_threads = cap;
   const size_t work_blocks =
-      std::max<size_t>(1, rows * args.cols / kMinElementsPerBlock);
-  if (max_threads == 1 || work_blocks == 1 || rows == 1) {
-    fn(args, 0, rows);  // small work: no task scheduling at all
+      std::max<size_t>(1, count * elements / kMinElementsPerBlock);
+  if (max_threads == 1 || work_blocks == 1 || count == 1) {
+    fn(ctx, 0, count);  // small work: no task scheduling at all
     return;
   }
   const size_t arena =
@@ -46,19 +47,34 @@ void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
       max_threads == 0 ? arena : std::min(max_threads, arena);
   // One block per thread: with no more blocks than threads, no more than
   // `threads` threads can work on the call at once.
-  const size_t blocks = std::min({threads, work_blocks, rows});
+  const size_t blocks = std::min({threads, work_blocks, count});
   if (blocks <= 1) {
-    fn(args, 0, rows);
+    fn(ctx, 0, count);
     return;
   }
   tbb::parallel_for(
       tbb::blocked_range<size_t>(0, blocks, 1),
       [&](const tbb::blocked_range<size_t>& r) {
         for (size_t b = r.begin(); b != r.end(); ++b) {
-          fn(args, rows * b / blocks, rows * (b + 1) / blocks);
+          fn(ctx, count * b / blocks, count * (b + 1) / blocks);
         }
       },
       tbb::simple_partitioner());
+}
+
+void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
+                  size_t max_threads) {
+  struct Call {
+    RowsFn fn;
+    const RowArgs& args;
+  } call{fn, args};
+  ParallelRanges(
+      rows, args.cols, max_threads,
+      [](void* ctx, size_t begin, size_t end) {
+        const Call& c = *static_cast<const Call*>(ctx);
+        c.fn(c.args, begin, end);
+      },
+      &call);
 }
 
 }  // namespace internal

@@ -14,6 +14,12 @@ namespace internal {
 void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
                   size_t max_threads);
 
+// The same split for any work: [0, count) in at most max_threads
+// contiguous ranges (one per thread, none under ~64 Ki elements of work at
+// `elements` per item), fn(ctx, begin, end) called once for each.
+void ParallelRanges(size_t count, size_t elements, size_t max_threads,
+                    void (*fn)(void* ctx, size_t begin, size_t end), void* ctx);
+
 }  // namespace internal
 }  // namespace simdnorm
 

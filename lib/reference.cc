@@ -1,5 +1,7 @@
 // The float64 reference: the contract computed in the most direct way, in
 // double, rounded once to the output type. It defines what is right.
+#include "lib/reference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,7 +15,30 @@
 #include "simdnorm/simdnorm.hpp"
 
 namespace simdnorm {
+namespace internal {
+
+// Element i of a row of type t (not I8): v rounded once, to nearest-even.
+void StoreRounded(void* base, simdnorm_dtype t, size_t i, double v) {
+  switch (t) {
+    case SIMDNORM_F32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case SIMDNORM_BF16:
+      static_cast<uint16_t*>(base)[i] = internal::RoundToBF16Bits(v);
+      break;
+    case SIMDNORM_F16:
+      static_cast<uint16_t*>(base)[i] = internal::RoundToF16Bits(v);
+      break;
+    case SIMDNORM_I8:
+      break;  // quantized per group: StoreI8Row
+  }
+}
+
+}  // namespace internal
+
 namespace {
+
+using internal::StoreRounded;
 
 double Load(const void* base, simdnorm_dtype t, size_t i) {
   return internal::LoadAsFloat(base, t, i);  // never I8: an output only
@@ -33,22 +58,6 @@ internal::CrRow CrRowOf(const internal::Problem& p, const std::vector<float>& h,
                          p.args.eps,
                          internal::RowStatsScalar(p.args.kind, h.data(),
                                                   SIMDNORM_F32, n, p.args.eps)};
-}
-
-void Store(void* base, simdnorm_dtype t, size_t i, double v) {
-  switch (t) {
-    case SIMDNORM_F32:
-      static_cast<float*>(base)[i] = static_cast<float>(v);
-      break;
-    case SIMDNORM_BF16:
-      static_cast<uint16_t*>(base)[i] = internal::RoundToBF16Bits(v);
-      break;
-    case SIMDNORM_F16:
-      static_cast<uint16_t*>(base)[i] = internal::RoundToF16Bits(v);
-      break;
-    case SIMDNORM_I8:
-      break;  // quantized per group: StoreI8Row
-  }
 }
 
 // v rounded once to a floating-point dtype, as a double.
@@ -230,7 +239,7 @@ Status NormalizeReference(const simdnorm_desc& d) {
     ReferenceRow(d, p, r, h.data(), xhat.data(), out.data());
     if (a.sum_out) {
       for (size_t j = 0; j < n; ++j)
-        Store(a.sum_out, xt, r * a.sum_out_stride + j, h[j]);
+        StoreRounded(a.sum_out, xt, r * a.sum_out_stride + j, h[j]);
     }
     if (yt == SIMDNORM_I8 && a.correct_rounding) {
       StoreCorrectlyRounded(d, p, r, h.data(), out.data());
@@ -239,7 +248,8 @@ Status NormalizeReference(const simdnorm_desc& d) {
     } else if (yt != SIMDNORM_F32 && a.correct_rounding) {
       StoreCorrectlyRounded(d, p, r, h.data(), out.data());
     } else {
-      for (size_t j = 0; j < n; ++j) Store(a.y, yt, r * a.y_stride + j, out[j]);
+      for (size_t j = 0; j < n; ++j)
+        StoreRounded(a.y, yt, r * a.y_stride + j, out[j]);
     }
   }
   return Status::kOk;

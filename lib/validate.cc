@@ -7,6 +7,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "lib/backward.h"
+
 namespace simdnorm {
 namespace internal {
 namespace {
@@ -233,6 +235,100 @@ __attribute__((noinline)) simdnorm_status ValidateAll(const simdnorm_desc* d,
 simdnorm_status Validate(const simdnorm_desc* d, Problem* p) {
   if (d != nullptr && ValidPlainCall(*d, p)) return SIMDNORM_OK;
   return ValidateAll(d, p);
+}
+
+// The backward descriptor (backward.h): the same rules as the forward's,
+// with dx, dgamma and dbeta the outputs.
+simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
+                                 BackwardProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const int kind = RawEnum(d->kind), param_type = RawEnum(d->param_type);
+  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
+  const int dx_type = RawEnum(d->dx_type);
+  if (OpOf(kind) == nullptr || !OpOf(kind)->info.has_backward ||
+      !ValidDType(x_type) || !ValidDType(dy_type) || !ValidDType(dx_type) ||
+      !ValidDType(param_type)) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  if (x_type == SIMDNORM_I8 || dy_type == SIMDNORM_I8 ||
+      dx_type == SIMDNORM_I8 || param_type == SIMDNORM_I8) {
+    return SIMDNORM_UNSUPPORTED;
+  }
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
+      !std::isfinite(d->gamma_offset) || d->flags != 0) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  const size_t rows = d->rows, cols = d->cols;
+  if (rows > 0 && (d->x == nullptr || d->dy == nullptr || d->dx == nullptr))
+    return SIMDNORM_INVALID_ARGUMENT;
+
+  // Shapes (cols > 0 also with rows == 0 when dgamma or dbeta is wanted).
+  const size_t x_stride = d->x_stride ? d->x_stride : cols;
+  const size_t dy_stride = d->dy_stride ? d->dy_stride : cols;
+  const size_t dx_stride = d->dx_stride ? d->dx_stride : cols;
+  const bool has_sums = d->dgamma != nullptr || d->dbeta != nullptr;
+  if ((rows > 0 || has_sums) &&
+      (cols == 0 || x_stride < cols || dy_stride < cols || dx_stride < cols)) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const size_t x_elem = ElementSize(d->x_type);
+  const size_t dy_elem = ElementSize(d->dy_type);
+  const size_t dx_elem = ElementSize(d->dx_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  Span x{}, dy{}, dx{}, gamma{}, dgamma{}, dbeta{};
+  if ((rows > 0 &&
+       (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &x) ||
+        !RowsSpan(d->dy, rows, cols, dy_stride, dy_elem, &dy) ||
+        !RowsSpan(d->dx, rows, cols, dx_stride, dx_elem, &dx) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &gamma)))) ||
+      (d->dgamma &&
+       !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &dgamma)) ||
+      (d->dbeta && !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &dbeta))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+
+  // Overlaps of the outputs; the one exception is dx == dy exactly.
+  const bool dx_is_dy =
+      d->dx == d->dy && dx_elem == dy_elem && dx_stride == dy_stride;
+  const bool has_gamma = rows > 0 && d->gamma != nullptr;
+  if (rows > 0 && (Overlaps(dx, x) || (!dx_is_dy && Overlaps(dx, dy)) ||
+                   (has_gamma && Overlaps(dx, gamma)) ||
+                   (d->dgamma && Overlaps(dx, dgamma)) ||
+                   (d->dbeta && Overlaps(dx, dbeta)))) {
+    return SIMDNORM_OVERLAP;
+  }
+  const auto hits_inputs = [&](Span out) {
+    return rows > 0 && (Overlaps(out, x) || Overlaps(out, dy) ||
+                        (has_gamma && Overlaps(out, gamma)));
+  };
+  if ((d->dgamma && hits_inputs(dgamma)) || (d->dbeta && hits_inputs(dbeta)) ||
+      (d->dgamma && d->dbeta && Overlaps(dgamma, dbeta))) {
+    return SIMDNORM_OVERLAP;
+  }
+
+  BackwardArgs& a = p->args;
+  a.kind = kind;
+  a.x = d->x;
+  a.x_stride = x_stride;
+  a.dy = d->dy;
+  a.dy_stride = dy_stride;
+  a.dx = d->dx;
+  a.dx_stride = dx_stride;
+  a.scale = nullptr;
+  // x + -0 == x for every x: the zero offset changes nothing.
+  p->gamma_offset = d->gamma_offset == 0.0f ? -0.0f : d->gamma_offset;
+  a.scale_const = 1.0f + p->gamma_offset;
+  a.cols = cols;
+  a.eps = d->eps;
+  p->rows = rows;
+  p->x_type = x_type;
+  p->dy_type = dy_type;
+  p->dx_type = dx_type;
+  p->param_type = param_type;
+  p->gamma = d->gamma;
+  p->dgamma = d->dgamma;
+  p->dbeta = d->dbeta;
+  return SIMDNORM_OK;
 }
 
 }  // namespace internal

@@ -48,7 +48,7 @@
 
 /* The version of this header; simdnorm_version() is the library's. */
 #define SIMDNORM_VERSION_MAJOR 0
-#define SIMDNORM_VERSION_MINOR 3
+#define SIMDNORM_VERSION_MINOR 4
 #define SIMDNORM_VERSION_PATCH 0
 #define SIMDNORM_VERSION                                           \
   (SIMDNORM_VERSION_MAJOR * 10000 + SIMDNORM_VERSION_MINOR * 100 + \
@@ -184,6 +184,98 @@ static inline simdnorm_status simdnorm_normalize_reference(
   return simdnorm_normalize_reference_sized(d, sizeof(simdnorm_desc));
 }
 
+/* ------------------------------------------------------------ Backward
+ *
+ * The gradients of a normalization (training and fine-tuning on CPU). For
+ * one row of n = cols elements, with xhat the normalized row (before the
+ * weights), scale = gamma_offset + gamma summed in fp32 as in the forward
+ * (NULL gamma: 1 + gamma_offset), g = dy * scale and r = 1 / denominator:
+ *   LayerNorm: dx = r * (g - mean(g) - xhat * mean(g * xhat)),
+ *              r = 1 / sqrt(var + eps)
+ *   RMSNorm:   dx = r * (g - xhat * mean(g * xhat)),
+ *              r = 1 / sqrt(mean(x^2) + eps)
+ *   L2:        dx = (g - xhat * sum(g * xhat)) / ||x||   where ||x|| > eps
+ *              dx = g / eps                            where ||x|| <= eps
+ * (the derivation is in docs/accuracy.md, "Backward"), and over all rows
+ *   dgamma = sum(dy * xhat),  dbeta = sum(dy).
+ * beta does not enter any of them. x is the forward's input (h = x +
+ * residual for a fused add: the residual's gradient is dx too).
+ *
+ * Types: x, dy and dx are each F32, BF16 or F16; gamma is param_type.
+ * dx is computed in fp32 and rounded once, to nearest-even, to dx_type:
+ * 16-bit dx are NOT correctly rounded as the forward's 16-bit y are; they
+ * are within half an ulp plus the fp32 bound (docs/accuracy.md).
+ * dgamma and dbeta are fp32, summed in fp32 over fixed blocks of 32 rows
+ * and over blocks in double: bitwise identical for every thread count.
+ *
+ * Aliasing: dx may be exactly dy (same pointer, element size and stride):
+ * in place. Any other overlap of an output (dx, dgamma, dbeta) with any
+ * other buffer is SIMDNORM_OVERLAP.
+ *
+ * Non-finite values: a row whose x or dy holds an inf or NaN, or whose r
+ * is infinite (var + eps = 0), gets dx = NaN throughout (the default quiet
+ * NaN); its terms of dgamma (dy * xhat) are NaN too. Other rows are not
+ * affected.
+ *
+ * Errors as for simdnorm_normalize: the descriptor is validated first and
+ * on any status other than SIMDNORM_OK nothing has been written. rows = 0
+ * is valid: then x, dy and dx may be NULL, and dgamma and dbeta (when not
+ * NULL) are set to zeros (the sums over no rows).
+ *
+ * Allocation: at most one heap allocation per call (the blocks' partial
+ * sums when dgamma or dbeta is wanted, and the fp32 scale when gamma is
+ * not F32 or gamma_offset is not 0). */
+typedef struct simdnorm_backward_desc {
+  simdnorm_kind kind;
+  size_t rows;
+  size_t cols;
+  const void* x; /* the forward's input */
+  simdnorm_dtype x_type;
+  size_t x_stride; /* in elements between row starts; 0 = cols */
+  const void* dy;  /* the gradient of the forward's output y */
+  simdnorm_dtype dy_type;
+  size_t dy_stride; /* 0 = cols */
+  void* dx;         /* the gradient of x; may be exactly dy */
+  simdnorm_dtype dx_type;
+  size_t dx_stride;  /* 0 = cols */
+  const void* gamma; /* cols elements of param_type, NULL = 1 */
+  simdnorm_dtype param_type;
+  float gamma_offset; /* finite; the scale is gamma_offset + gamma */
+  float eps;          /* >= 0 and finite, the forward's */
+  /* cols floats each, NULL = not wanted: overwritten (not added to) with
+   * the sums over all rows. */
+  float* dgamma;
+  float* dbeta;
+  size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+  unsigned flags;     /* 0 (none defined yet) */
+} simdnorm_backward_desc;
+
+/* The smallest backward descriptor a caller may pass: that of 0.4. Later
+ * versions append fields whose zero keeps this meaning (Compatibility). */
+#define SIMDNORM_BACKWARD_DESC_MIN_SIZE \
+  (offsetof(simdnorm_backward_desc, flags) + sizeof(unsigned))
+
+/* dx (and dgamma, dbeta) with the active ISA's kernels; desc_size as for
+ * simdnorm_normalize_sized. */
+SIMDNORM_API simdnorm_status
+simdnorm_backward_sized(const simdnorm_backward_desc* d, size_t desc_size);
+
+/* The same contract from the formulas above in float64, by a plain scalar
+ * loop (x, dy and gamma widened exactly, the scale summed in fp32), each
+ * output rounded once: the truth the kernels are tested against.
+ * Single-threaded. */
+SIMDNORM_API simdnorm_status simdnorm_backward_reference_sized(
+    const simdnorm_backward_desc* d, size_t desc_size);
+
+static inline simdnorm_status simdnorm_backward(
+    const simdnorm_backward_desc* d) {
+  return simdnorm_backward_sized(d, sizeof(simdnorm_backward_desc));
+}
+static inline simdnorm_status simdnorm_backward_reference(
+    const simdnorm_backward_desc* d) {
+  return simdnorm_backward_reference_sized(d, sizeof(simdnorm_backward_desc));
+}
+
 /* The registry of operations: every kind this library computes and what it
  * accepts, for tools, tests and bindings to enumerate rather than name.
  * Entries are static and never change; later versions may append fields. */
@@ -207,6 +299,8 @@ typedef struct simdnorm_op_info {
    * f32_bound * 2^-23 * (|gamma| * max(1, |xhat|) + |beta|) (docs/accuracy.md).
    * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING). */
   double f32_bound;
+  /* 1: simdnorm_backward computes its gradients (since 0.4). */
+  int has_backward;
 } simdnorm_op_info;
 
 /* The number of operations, and the i-th (NULL past the end). */

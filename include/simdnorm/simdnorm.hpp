@@ -365,6 +365,90 @@ Status rms_norm_quant(Rows<const X> x, Rows<int8_t> q, float* scales,
   return norm_quant(Kind::kRMSNorm, x, q, scales, group, gamma, beta, opt);
 }
 
+// ------------------------------------------------------------ Backward
+//
+// The gradients of a normalization (simdnorm.h, "Backward"): dx from x (the
+// forward's input) and dy, and optionally dgamma and dbeta (cols floats
+// each, overwritten with the sums over all rows). dx may be exactly dy (in
+// place). Of Options, eps, max_threads and gamma_offset apply (the
+// forward's); round_normalized and fast_rounding do not.
+
+// Fills a C backward descriptor from typed views; rows and cols are x's.
+template <class X, class DY, class DX, class P = float>
+simdnorm_backward_desc make_backward_desc(Kind kind, Rows<const X> x,
+                                          Rows<const DY> dy, Rows<DX> dx,
+                                          const P* gamma, float* dgamma,
+                                          float* dbeta, Options opt) {
+  static_assert(!std::is_const_v<DX>, "the dx view must be mutable");
+  static_assert(!detail::kIsInt8<X> && !detail::kIsInt8<DY> &&
+                    !detail::kIsInt8<DX> && !detail::kIsInt8<P>,
+                "the backward has no int8 operands");
+  simdnorm_backward_desc d{};
+  d.kind = static_cast<simdnorm_kind>(kind);
+  d.rows = x.rows;
+  d.cols = x.cols;
+  d.x = x.data;
+  d.x_type = static_cast<simdnorm_dtype>(dtype_of<X>());
+  d.x_stride = x.stride;
+  d.dy = dy.data;
+  d.dy_type = static_cast<simdnorm_dtype>(dtype_of<DY>());
+  d.dy_stride = dy.stride;
+  d.dx = dx.data;
+  d.dx_type = static_cast<simdnorm_dtype>(dtype_of<DX>());
+  d.dx_stride = dx.stride;
+  d.gamma = gamma;
+  d.param_type = static_cast<simdnorm_dtype>(dtype_of<P>());
+  d.gamma_offset = opt.gamma_offset;
+  d.eps = opt.eps;
+  d.dgamma = dgamma;
+  d.dbeta = dbeta;
+  d.max_threads = opt.max_threads;
+  return d;
+}
+
+// The C entry points with this header's descriptor size.
+inline Status backward(const simdnorm_backward_desc& d) {
+  return static_cast<Status>(simdnorm_backward_sized(&d, sizeof(d)));
+}
+inline Status backward_reference(const simdnorm_backward_desc& d) {
+  return static_cast<Status>(simdnorm_backward_reference_sized(&d, sizeof(d)));
+}
+
+// Any kind of the registry that has a backward (op_info::has_backward);
+// dy and dx have x's shape.
+template <class X, class DY, class DX, class P = float>
+Status norm_backward(Kind kind, Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
+                     const P* gamma = nullptr, float* dgamma = nullptr,
+                     float* dbeta = nullptr, Options opt = {}) {
+  if (!detail::same_shape(x, dy) || !detail::same_shape(x, dx)) {
+    return Status::kInvalidShape;
+  }
+  return backward(
+      make_backward_desc(kind, x, dy, dx, gamma, dgamma, dbeta, opt));
+}
+
+template <class X, class DY, class DX, class P = float>
+Status layer_norm_backward(Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
+                           const P* gamma = nullptr, float* dgamma = nullptr,
+                           float* dbeta = nullptr, Options opt = {}) {
+  return norm_backward(Kind::kLayerNorm, x, dy, dx, gamma, dgamma, dbeta, opt);
+}
+
+template <class X, class DY, class DX, class P = float>
+Status rms_norm_backward(Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
+                         const P* gamma = nullptr, float* dgamma = nullptr,
+                         float* dbeta = nullptr, Options opt = {}) {
+  return norm_backward(Kind::kRMSNorm, x, dy, dx, gamma, dgamma, dbeta, opt);
+}
+
+// The default eps is torch's, 1e-12, as for l2_norm.
+template <class X, class DY, class DX, class P = float>
+Status l2_norm_backward(Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
+                        const P* gamma = nullptr, float* dgamma = nullptr,
+                        float* dbeta = nullptr, Options opt = {1e-12f}) {
+  return norm_backward(Kind::kL2Norm, x, dy, dx, gamma, dgamma, dbeta, opt);
+}
+
 // The registry of operations (simdnorm.h): every kind, with what it accepts.
 inline size_t op_count() { return simdnorm_op_count(); }
 inline const simdnorm_op_info* op_at(size_t i) { return simdnorm_op_at(i); }

@@ -1,0 +1,275 @@
+// Per-target backward row kernels (simdnorm_backward), written once with
+// Highway, for every kind: the kind enters only through the row's
+// statistics (the forward's, norm_rows-inl.h) and two per-row scalars.
+//
+// Each row, in three passes over it:
+// 1. the forward's statistics of x (Scale: shifted by x[0], fp32 blocks
+//    added in double, rows rescaled by a power of two against overflow and
+//    underflow of the sums of squares), giving xhat = (x * s - m) * mul +
+//    add exactly as the forward computes it, and second = sum((x -
+//    center)^2) in double, from which r = 1 / denominator and the weight w
+//    (ops.h) come in double;
+// 2. S1 = sum(g) and S2 = sum(g * xhat), g = dy * scale, in fp32 blocks of
+//    32 vectors added in double (as the forward's sums);
+// 3. dx = r * ((g - a) - xhat * c) with a = S1 / n (centered kinds; else
+//    0) and c = w * S2, and, for dgamma and dbeta, the block's sums of
+//    dy * xhat and dy (fp32, in row order).
+// r is applied as rf * p2 (p2 a power of two, 1 unless r is beyond 2^+-100)
+// so that a row of tiny values, whose r exceeds FLT_MAX, still has a finite
+// dx. docs/accuracy.md ("Backward") bounds the error.
+//
+// A row whose statistics, S1 or S2 are not finite (x or dy with an inf or
+// NaN, or var + eps = 0) gets dx = the default quiet NaN throughout; its
+// terms of dgamma and dbeta are still added (dy * xhat, NaN where xhat is).
+
+#if defined(SIMDNORM_LIB_BACKWARD_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SIMDNORM_LIB_BACKWARD_ROWS_INL_H_
+#undef SIMDNORM_LIB_BACKWARD_ROWS_INL_H_
+#else
+#define SIMDNORM_LIB_BACKWARD_ROWS_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <tuple>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "lib/backward.h"
+#include "lib/convert-inl.h"
+#include "lib/norm_rows-inl.h"
+#include "lib/ops.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace simdnorm {
+namespace SIMDNORM_NAMESPACE {
+
+// The per-row constants of the backward pass (see top).
+struct GradRow {
+  RowScale k;  // xhat = (x * s - m) * mul + add
+  float a, c;  // dx = rf * p2 * ((g - a) - xhat * c)
+  float rf, p2;
+  bool nan;  // dx is NaN throughout
+};
+
+// xhat of one vector, as the forward computes it (x * 1 - m is x - m with
+// one rounding; x * s is exact; add is -0 for uncentered kinds, so that
+// t * mul + -0 == t * mul).
+template <class V>
+HWY_INLINE V XhatOf(V x, V s, V m, V mul, V add) {
+  return hn::MulAdd(hn::MulSub(x, s, m), mul, add);
+}
+
+// The scale of the vector at i.
+template <At kAt, class DF>
+HWY_INLINE hn::Vec<DF> ScaleAt(DF df, const float* scale, float scale_const,
+                               size_t i, size_t count) {
+  if (scale == nullptr) return hn::Set(df, scale_const);
+  return LoadAt<kAt>(df, scale + i, count);
+}
+
+// Pass 2's step: S1 += g, S2 += g * xhat (lanes past a tail are zero).
+template <At kAt, class DF, typename TX, typename TDY>
+HWY_INLINE void GradSumsAt(DF df, const TX* HWY_RESTRICT x,
+                           const TDY* HWY_RESTRICT dy, const float* scale,
+                           float scale_const, size_t i, size_t count,
+                           hn::Vec<DF> s, hn::Vec<DF> m, hn::Vec<DF> mul,
+                           hn::Vec<DF> add, hn::Vec<DF>& s1, hn::Vec<DF>& s2) {
+  auto xhat = XhatOf(LoadAt<kAt>(df, x + i, count), s, m, mul, add);
+  const auto g = hn::Mul(LoadAt<kAt>(df, dy + i, count),
+                         ScaleAt<kAt>(df, scale, scale_const, i, count));
+  if constexpr (kAt == At::kTail) {
+    xhat = hn::IfThenElseZero(hn::FirstN(df, count), xhat);
+  }
+  s1 = hn::Add(s1, g);
+  s2 = hn::MulAdd(g, xhat, s2);
+}
+
+// S1 = sum(g) and S2 = sum(g * xhat) over a row: two fp32 chains each over
+// blocks of 32 vectors, each block's sum added in double.
+template <class DF, typename TX, typename TDY>
+HWY_NOINLINE void GradSums(DF df, const TX* HWY_RESTRICT x,
+                           const TDY* HWY_RESTRICT dy, const float* scale,
+                           float scale_const, size_t n, const RowScale& k,
+                           double& sum1, double& sum2) {
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
+  const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
+  sum1 = 0.0;
+  sum2 = 0.0;
+  size_t i = 0;
+  while (i < n) {
+    auto a1 = hn::Zero(df), b1 = hn::Zero(df);
+    auto a2 = hn::Zero(df), b2 = hn::Zero(df);
+    const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
+    for (; i + 2 * N <= block_end; i += 2 * N) {
+      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m, mul, add,
+                            a1, a2);
+      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i + N, 0, s, m, mul,
+                            add, b1, b2);
+    }
+    if (i + N <= block_end) {
+      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m, mul, add,
+                            a1, a2);
+      i += N;
+    }
+    if (i < block_end) {
+      GradSumsAt<At::kTail>(df, x, dy, scale, scale_const, i, block_end - i, s,
+                            m, mul, add, b1, b2);
+      i = block_end;
+    }
+    sum1 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a1, b1)));
+    sum2 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, b2)));
+  }
+}
+
+// r as rf * p2: p2 = 1 for r in [2^-100, 2^100], else the power of two
+// that brings rf to [1, 2) (r beyond FLT_MAX for rows of tiny values).
+inline void SplitMultiplier(double r, float& rf, float& p2) {
+  if (!(r >= 0x1p-100 && r <= 0x1p100) && std::isfinite(r) && r > 0.0) {
+    int e;
+    std::frexp(r, &e);  // r = f * 2^e, f in [0.5, 1)
+    e -= 1;
+    e = e > 127 ? 127 : (e < -126 ? -126 : e);
+    p2 = std::ldexp(1.0f, e);
+    rf = static_cast<float>(std::ldexp(r, -e));
+    return;
+  }
+  rf = static_cast<float>(r);
+  p2 = 1.0f;
+}
+
+// Passes 1 and 2 of a row (see top).
+template <class DF, typename TX, typename TDY>
+HWY_INLINE GradRow GradRowOf(DF df, const internal::BackwardArgs& a,
+                             const TX* x, const TDY* dy) {
+  const size_t n = a.cols;
+  const internal::Op& op = internal::kOps[a.kind];
+  const bool centered = op.info.centered != 0;
+  GradRow row;
+  row.k = centered ? Scale<true>(df, x, static_cast<const TX*>(nullptr),
+                                 static_cast<TX*>(nullptr), n, a.eps, a.kind)
+                   : Scale<false>(df, x, static_cast<const TX*>(nullptr),
+                                  static_cast<TX*>(nullptr), n, a.eps, a.kind);
+  if (!centered) row.k.add = -0.0f;
+  double sum1, sum2;
+  GradSums(df, x, dy, a.scale, a.scale_const, n, row.k, sum1, sum2);
+  const double nd = static_cast<double>(n), eps = a.eps;
+  const double r = 1.0 / op.denominator(row.k.second, nd, eps);
+  const double mean_g = centered ? sum1 / nd : 0.0;
+  const double c = op.sum_weight(row.k.second, nd, eps) * sum2;
+  row.a = static_cast<float>(mean_g);
+  row.c = static_cast<float>(c);
+  SplitMultiplier(r, row.rf, row.p2);
+  row.nan = NaNRow(row.k) || !std::isfinite(r) || !std::isfinite(sum1) ||
+            !std::isfinite(sum2) || !std::isfinite(row.a) ||
+            !std::isfinite(row.c);
+  return row;
+}
+
+// Pass 3's step at i: dx (kWriteDx) and the block's sums.
+template <At kAt, bool kWriteDx, class DF, typename TX, typename TDY,
+          typename TDX>
+HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
+                       const float* scale, float scale_const, float* dgamma,
+                       float* dbeta, size_t i, size_t count, hn::Vec<DF> s,
+                       hn::Vec<DF> m, hn::Vec<DF> mul, hn::Vec<DF> add,
+                       hn::Vec<DF> va, hn::Vec<DF> vc, hn::Vec<DF> rf,
+                       hn::Vec<DF> p2) {
+  const auto xhat = XhatOf(LoadAt<kAt>(df, x + i, count), s, m, mul, add);
+  const auto dyv = LoadAt<kAt>(df, dy + i, count);
+  if constexpr (kWriteDx) {
+    const auto g = hn::Mul(dyv, ScaleAt<kAt>(df, scale, scale_const, i, count));
+    const auto t = hn::NegMulAdd(xhat, vc, hn::Sub(g, va));
+    const auto v = hn::Mul(hn::Mul(t, rf), p2);
+    if constexpr (kAt == At::kTail) {
+      StoreTailF(df, v, dx + i, count);
+    } else {
+      StoreF(df, v, dx + i);
+    }
+  }
+  if (dgamma != nullptr) {
+    const auto sum = hn::MulAdd(dyv, xhat, LoadAt<kAt>(df, dgamma + i, count));
+    if constexpr (kAt == At::kTail) {
+      StoreTailF(df, sum, dgamma + i, count);
+    } else {
+      StoreF(df, sum, dgamma + i);
+    }
+  }
+  if (dbeta != nullptr) {
+    const auto sum = hn::Add(dyv, LoadAt<kAt>(df, dbeta + i, count));
+    if constexpr (kAt == At::kTail) {
+      StoreTailF(df, sum, dbeta + i, count);
+    } else {
+      StoreF(df, sum, dbeta + i);
+    }
+  }
+}
+
+// Pass 3 over a row. dx may be dy: each vector is loaded before it is
+// stored.
+template <bool kWriteDx, class DF, typename TX, typename TDY, typename TDX>
+HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
+                            const TDY* dy, TDX* dx, const GradRow& row,
+                            float* dgamma, float* dbeta) {
+  const size_t N = hn::Lanes(df), n = a.cols;
+  const auto s = hn::Set(df, row.k.s), m = hn::Set(df, row.k.m);
+  const auto mul = hn::Set(df, row.k.mul), add = hn::Set(df, row.k.add);
+  const auto va = hn::Set(df, row.a), vc = hn::Set(df, row.c);
+  const auto rf = hn::Set(df, row.rf), p2 = hn::Set(df, row.p2);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    GradAt<At::kFull, kWriteDx>(df, x, dy, dx, a.scale, a.scale_const, dgamma,
+                                dbeta, i, 0, s, m, mul, add, va, vc, rf, p2);
+  }
+  if (i < n) {
+    GradAt<At::kTail, kWriteDx>(df, x, dy, dx, a.scale, a.scale_const, dgamma,
+                                dbeta, i, n - i, s, m, mul, add, va, vc, rf,
+                                p2);
+  }
+}
+
+template <typename TX, typename TDY, typename TDX>
+HWY_NOINLINE void BackwardRows(const internal::BackwardArgs& a,
+                               size_t row_begin, size_t row_end, float* dgamma,
+                               float* dbeta) {
+  const hn::ScalableTag<float> df;
+  const size_t n = a.cols;
+  if (dgamma != nullptr) std::memset(dgamma, 0, n * sizeof(float));
+  if (dbeta != nullptr) std::memset(dbeta, 0, n * sizeof(float));
+  const bool sums = dgamma != nullptr || dbeta != nullptr;
+  for (size_t r = row_begin; r < row_end; ++r) {
+    const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
+    const TDY* dy = static_cast<const TDY*>(a.dy) + r * a.dy_stride;
+    TDX* dx = static_cast<TDX*>(a.dx) + r * a.dx_stride;
+    const GradRow row = GradRowOf(df, a, x, dy);
+    if (HWY_LIKELY(!row.nan)) {
+      GradApply<true>(df, a, x, dy, dx, row, dgamma, dbeta);
+      continue;
+    }
+    // dy is read before dx (which may be dy) is written.
+    if (sums) GradApply<false>(df, a, x, dy, dx, row, dgamma, dbeta);
+    FillNaN(df, dx, static_cast<float*>(nullptr), 0, n);
+  }
+}
+
+// This target's table, [x_type][dy_type][dx_type] indexed by
+// simdnorm_dtype, filled at compile time.
+struct BackwardKernels {
+  internal::BackwardTable table = {};
+
+  template <size_t... I>
+  constexpr void Fill(std::index_sequence<I...>) {
+    ((table[I / 9][I / 3 % 3][I % 3] =
+          &BackwardRows<InType<I / 9>, InType<I / 3 % 3>, InType<I % 3>>),
+     ...);
+  }
+  constexpr BackwardKernels() { Fill(std::make_index_sequence<27>()); }
+};
+
+}  // namespace SIMDNORM_NAMESPACE
+}  // namespace simdnorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // SIMDNORM_LIB_BACKWARD_ROWS_INL_H_

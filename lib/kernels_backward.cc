@@ -1,0 +1,43 @@
+// Backward kernels of every kind, compiled once per Highway target
+// (foreach_target.h) and exported to the ISA registry through Highway's
+// dispatch table.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "lib/kernels_backward.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// Must come after foreach_target.h.
+#include "hwy/highway.h"
+#include "lib/backward.h"
+#include "lib/backward_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace simdnorm {
+namespace SIMDNORM_NAMESPACE {
+
+constexpr BackwardKernels kBackwardKernels;
+
+internal::TargetBackward TargetBackwardKernels() {
+  return {HWY_TARGET, hwy::TargetName(HWY_TARGET), &kBackwardKernels.table};
+}
+
+}  // namespace SIMDNORM_NAMESPACE
+}  // namespace simdnorm
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace simdnorm {
+namespace internal {
+
+HWY_EXPORT(TargetBackwardKernels);
+
+// As VisitLayerNormKernels (kernels_layernorm.cc): each entry of the
+// dispatch table names its target; the registry ignores repeats.
+void VisitBackwardKernels(void (*visit)(const TargetBackward&, void* ctx),
+                          void* ctx) {
+  for (const auto fn : HWY_DISPATCH_TABLE(TargetBackwardKernels)) {
+    if (fn != nullptr) visit(fn(), ctx);
+  }
+}
+
+}  // namespace internal
+}  // namespace simdnorm
+#endif  // HWY_ONCE
