@@ -35,13 +35,14 @@ _NP_DTYPES = {np.dtype(np.float32): _core.F32, np.dtype(np.float16): _core.F16}
 
 Op = collections.namedtuple("Op", [
     "kind", "name", "title", "formula", "torch", "centered", "x_types",
-    "y_types", "param_types", "flags", "f32_bound"
+    "y_types", "param_types", "flags", "f32_bound", "has_backward"
 ])
 Op.__doc__ = """An operation of the library (simdnorm_op_info): its kind code,
 name ("rmsnorm"), title, formula, the torch function it matches, whether its
 statistics are centred, the dtypes it accepts (names), the flags it accepts,
-and the documented bound of float32 outputs in scaled ulps
-(|y - exact| <= f32_bound * 2**-23 * (|gamma| * max(1, |xhat|) + |beta|))."""
+the documented bound of float32 outputs in scaled ulps
+(|y - exact| <= f32_bound * 2**-23 * (|gamma| * max(1, |xhat|) + |beta|)),
+and whether it has a backward pass (simdnorm.torch's autograd)."""
 
 
 def _names(codes):
@@ -51,7 +52,8 @@ def _names(codes):
 _OPS = tuple(
     Op(o["kind"], o["name"], o["title"], o["formula"], o["torch"],
        o["centered"], _names(o["x_types"]), _names(o["y_types"]),
-       _names(o["param_types"]), o["flags"], o["f32_bound"])
+       _names(o["param_types"]), o["flags"], o["f32_bound"],
+       o["has_backward"])
     for o in _core.ops())
 _KINDS = {op.name: op for op in _OPS}
 

@@ -15,9 +15,13 @@ where torch's are not always; `fast_rounding=True` (functions, modules,
 `patch`) rounds the float32 result instead: within one ulp, about 3x faster
 in bfloat16. Threads follow torch.get_num_threads().
 
-There is no backward pass: a tensor that requires grad while autograd is on
-raises RuntimeError (under torch.no_grad() or torch.inference_mode()
-parameters that require grad are fine, as for torch's own modules).
+Autograd: the functional forms and the modules have a backward pass
+(simdnorm_backward: dx, and dweight, dbias summed in float32 over the rows,
+the same bits for any thread count); Hugging Face's rounding of x / rms to
+the input's dtype is passed through as the identity, as torch's autograd
+does for `.to()`. The in-place custom ops refuse inputs that require grad
+while autograd is on (under torch.no_grad() or torch.inference_mode()
+they are fine, as for torch's own modules).
 
 Rounding orders, by name: `rms_norm`, the `RMSNorm` module, and the
 `rms_norm` and `fused_add_rms_norm` ops follow Hugging Face's LlamaRMSNorm
@@ -61,11 +65,67 @@ def _no_grad_error(who, name):
 
 
 def _check_grad(who, x, weight, bias=None):
-    """Raises if autograd is on and a tensor requires grad."""
+    """Raises if autograd is on and a tensor requires grad (the in-place
+    ops, which have no backward)."""
     if _is_grad_enabled():
         for name, t in (("input", x), ("weight", weight), ("bias", bias)):
             if getattr(t, "requires_grad", False):
                 raise _no_grad_error(who, name)
+
+
+def _needs_grad(x, weight, bias):
+    return _is_grad_enabled() and any(
+        getattr(t, "requires_grad", False) for t in (x, weight, bias))
+
+
+class _Norm(torch.autograd.Function):
+    """The functional forms under autograd: the forward as without grad,
+    the backward through simdnorm_backward (lib/backward_rows-inl.h)."""
+
+    @staticmethod
+    def forward(ctx, who, kind, x, shape, weight, bias, eps, flags, y_dtype,
+                gamma_offset):
+        # Grad mode is off in here: _normalize computes y directly.
+        y = _normalize(who, kind, x, shape, weight, bias, eps, flags,
+                       y_dtype, gamma_offset)
+        ctx.save_for_backward(x, weight)
+        ctx.who, ctx.kind = who, kind
+        ctx.eps, ctx.gamma_offset = float(eps), float(gamma_offset)
+        ctx.cols = math.prod(_shape(shape))
+        if bias is not None:
+            ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        cols = ctx.cols
+        want_w = ctx.needs_input_grad[4]
+        want_b = ctx.needs_input_grad[5]
+        xc = x.contiguous()
+        dyc = dy.contiguous()
+        dx = torch.empty_like(xc)
+        rows = xc.numel() // cols
+        gamma, param_type, keep = 0, _core.F32, None
+        if weight is not None:
+            keep = weight.contiguous()
+            gamma, param_type = keep.data_ptr(), _DTYPES[keep.dtype]
+        dgamma = torch.empty(cols) if want_w else None
+        dbeta = torch.empty(cols) if want_b else None
+        types = (_DTYPES[xc.dtype] | _DTYPES[dyc.dtype] << 4 |
+                 _DTYPES[dx.dtype] << 8 | param_type << 12)
+        status = _core.backward(
+            ctx.kind, rows, cols, xc.data_ptr(), dyc.data_ptr(),
+            dx.data_ptr(), types, gamma, ctx.gamma_offset, ctx.eps,
+            0 if dgamma is None else dgamma.data_ptr(),
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+        del keep
+        if status:
+            raise _rows.error(status, ctx.who + " (backward)")
+        dw = dgamma.view(weight.shape).to(weight.dtype) if want_w else None
+        db = dbeta.view(ctx.bias_shape).to(ctx.bias_dtype) if want_b else None
+        return None, None, dx.view(x.shape), None, dw, db, None, None, None, \
+            None
 
 
 def _tensor(t, name, who):
@@ -188,7 +248,10 @@ def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
             if type(y) is int:
                 raise _rows.error(y, who)
             return y
-    _check_grad(who, x, weight, bias)
+    if _needs_grad(x, weight, bias):
+        _tensor(x, "input", who)
+        return _Norm.apply(who, kind, x, normalized_shape, weight, bias, eps,
+                           flags, y_dtype, gamma_offset)
     x_type = _tensor(x, "input", who)
     if type(normalized_shape) is int:
         shape = (normalized_shape,)

@@ -387,6 +387,34 @@ PYBIND11_MODULE(_core, m) {
       "doubles (out, and xhat unless 0); returns the status.");
 
   m.def(
+      "backward",
+      [](int kind, size_t rows, size_t cols, uintptr_t x, uintptr_t dy,
+         uintptr_t dx, unsigned types, uintptr_t gamma, float gamma_offset,
+         float eps, uintptr_t dgamma, uintptr_t dbeta, size_t max_threads) {
+        simdnorm_backward_desc d{};
+        d.kind = static_cast<simdnorm_kind>(kind);
+        d.rows = rows;
+        d.cols = cols;
+        d.x = Ptr<const void>(x);
+        d.x_type = static_cast<simdnorm_dtype>(types & 0xFu);
+        d.dy = Ptr<const void>(dy);
+        d.dy_type = static_cast<simdnorm_dtype>((types >> 4) & 0xFu);
+        d.dx = Ptr<void>(dx);
+        d.dx_type = static_cast<simdnorm_dtype>((types >> 8) & 0xFu);
+        d.gamma = Ptr<const void>(gamma);
+        d.param_type = static_cast<simdnorm_dtype>((types >> 12) & 0xFu);
+        d.gamma_offset = gamma_offset;
+        d.eps = eps;
+        d.dgamma = Ptr<float>(dgamma);
+        d.dbeta = Ptr<float>(dbeta);
+        d.max_threads = max_threads;
+        py::gil_scoped_release unlocked;
+        return static_cast<int>(simdnorm_backward(&d));
+      },
+      "simdnorm_backward over dense rows (types: x | dy << 4 | dx << 8 | "
+      "param << 12); returns the status.");
+
+  m.def(
       "status_string",
       [](int s) {
         return std::string(
@@ -435,6 +463,7 @@ PYBIND11_MODULE(_core, m) {
           entry["param_types"] = DTypes(op->param_types);
           entry["flags"] = op->flags;
           entry["f32_bound"] = op->f32_bound;
+          entry["has_backward"] = op->has_backward != 0;
           ops.append(entry);
         }
         return ops;
