@@ -20,6 +20,13 @@ on a shared machine then cost little), rows with more threads with wall
 time. Prints a Markdown table and writes a PNG bar chart of the
 ratios. Runs under torch.inference_mode(). Uses the simdnorm package found
 on sys.path, else the build tree's (build/*/python).
+
+--backward instead times the backward passes (float32 and the given
+dtypes, one thread): torch.autograd.grad of F.layer_norm (ATen's
+native_layer_norm_backward) and of the eager HF RMSNorm against the same
+call through simdnorm.torch's autograd, the C library's simdnorm_backward
+on preallocated buffers, and a copy of the bytes the backward moves (x and
+dy read, dx written: a copy of 1.5x x's bytes).
 """
 
 import argparse
@@ -122,6 +129,76 @@ def measure(calls, batches, batch_s, clock):
     return [statistics.median(t) for t in times]
 
 
+def backward_cases(kind, x, w, b, eps):
+    """torch's backward, simdnorm.torch's, the C library's, and a copy of
+    the same bytes: callables of one shape (dx, dweight, dbias wanted)."""
+    n = x.shape[-1]
+    leaves = [t.clone().requires_grad_() for t in (x, w, b)]
+    if kind == "layernorm":
+        ref_y = F.layer_norm(*leaves[:1], (n,), *leaves[1:], eps)
+        our_y = st.layer_norm(*leaves[:1], (n,), *leaves[1:], eps)
+        wanted = leaves
+    else:
+        ref_y = hf_rms_norm(leaves[0], leaves[1], eps)
+        our_y = st.rms_norm(leaves[0], (n,), leaves[1], eps)
+        wanted = leaves[:2]
+    dy = torch.randn_like(x)
+    dx = torch.empty_like(x)
+    dw, db = torch.empty(n), torch.empty(n)
+    types = _CODES[x.dtype] * 0x111 | _CODES[w.dtype] << 12
+    code = _core.LAYERNORM if kind == "layernorm" else _core.RMSNORM
+    src = torch.empty(x.numel() * x.element_size() * 3 // 2, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+
+    def ref():
+        return torch.autograd.grad(ref_y, wanted, dy, retain_graph=True)
+
+    def mine():
+        return torch.autograd.grad(our_y, wanted, dy, retain_graph=True)
+
+    def library():
+        return _core.backward(code, x.shape[0], n, x.data_ptr(),
+                              dy.data_ptr(), dx.data_ptr(), types,
+                              w.data_ptr(), 0.0, eps, dw.data_ptr(),
+                              db.data_ptr() if kind == "layernorm" else 0, 1)
+
+    def copy():
+        return dst.copy_(src)
+    return ref, mine, library, copy
+
+
+def backward_table(opt, rows_list, hiddens, dtypes):
+    print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
+          f"torch {torch.__version__}; backward passes, 1 thread; load "
+          f"average {os.getloadavg()[0]:.2f} at start")
+    print("\nns per row; ratio = torch / simdnorm.torch (both through "
+          "torch.autograd.grad: dx, dweight, dbias); C library = "
+          "simdnorm_backward alone; copy = a copy of the bytes it moves; "
+          "library / copy\n")
+    print("| kind | dtype | hidden | rows | torch | simdnorm.torch | ratio | "
+          "C library | copy | library / copy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    peer = {"layernorm": "F.layer_norm", "rmsnorm": "HF RMSNorm"}
+    for kind in opt.kinds.split(","):
+        for dtype in dtypes:
+            for hidden in hiddens:
+                for rows in rows_list:
+                    x = torch.randn(rows, hidden).to(dtype)
+                    w = (torch.rand(hidden) + 0.5).to(dtype)
+                    b = (torch.rand(hidden) - 0.5).to(dtype)
+                    ref, mine, lib, copy = measure(
+                        backward_cases(kind, x, w, b, 1e-5), opt.batches,
+                        opt.batch_ms / 1e3, time.thread_time)
+                    per = 1e9 / rows
+                    print(f"| {kind} | {str(dtype)[6:]} | {hidden} | {rows} | "
+                          f"{peer[kind]} {ref * per:.0f} | {mine * per:.0f} | "
+                          f"{ref / mine:.2f}x | {lib * per:.0f} | "
+                          f"{copy * per:.0f} | {lib / copy:.2f} |",
+                          flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="1,64,4096")
@@ -134,6 +211,8 @@ def main():
     parser.add_argument("--batch-ms", type=float, default=10.0)
     parser.add_argument("--plot", default="torch_compare.png",
                         help="PNG to write ('' for none)")
+    parser.add_argument("--backward", action="store_true",
+                        help="time the backward passes instead")
     opt = parser.parse_args()
     cpus = os.cpu_count()
     threads = [cpus if t == "all" else int(t) for t in opt.threads.split(",")]
@@ -142,6 +221,9 @@ def main():
     hiddens = [int(h) for h in opt.hidden.split(",")]
     dtypes = [getattr(torch, d) for d in opt.dtypes.split(",")]
     kinds = opt.kinds.split(",")
+    if opt.backward:
+        backward_table(opt, rows_list, hiddens, dtypes)
+        return
 
     print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
           f"torch {torch.__version__}, {cpus} CPUs; load average "
