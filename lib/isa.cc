@@ -46,7 +46,7 @@ struct IsaList {
   static void Add(const TargetKernels& k, void* self) {
     Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
     if (isa == nullptr) return;
-    for (int kind = 0; kind < kNumKinds; ++kind) {
+    for (int kind = 0; kind < kNumRowKinds; ++kind) {
       if (FamilyOf(kind) != kFamily) continue;
       for (int x = 0; x < kNumInTypes; ++x)
         for (int y = 0; y < kNumOutTypes; ++y)

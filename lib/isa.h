@@ -15,7 +15,7 @@ namespace internal {
 struct Isa {
   int64_t target;  // Highway target bit
   const char* name;
-  RowsFn fn[kNumKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
+  RowsFn fn[kNumRowKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
   BackwardTable backward;  // every kind: [x_type][dy_type][dx_type]
 };
 

@@ -121,7 +121,7 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
   const size_t y_stride = d.y_stride ? d.y_stride : cols;
   constexpr size_t kBig = size_t{1} << 31;
   // Bitwise & and |: one branch for all of them.
-  const bool plain = (kind < unsigned{kNumKinds}) & (x_type <= SIMDNORM_F16) &
+  const bool plain = (kind < unsigned{kNumRowKinds}) & (x_type <= SIMDNORM_F16) &
                      (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
                      (d.residual == nullptr) & (d.sum_out == nullptr) &
                      (d.y_scale == nullptr) & (d.quant_group == 0) &
