@@ -46,7 +46,8 @@ namespace {
 using simdnorm_peers::Problem;
 using simdnorm_peers::ProblemShape;
 
-// Every kind of the registry (simdnorm_op_at), as engines call it:
+// Every row kind of the registry (simdnorm_op_at; GroupNorm takes another
+// descriptor), as engines call it:
 // centered kinds (LayerNorm) with gamma + beta, the others gamma only.
 struct KindSpec {
   const char* name;
@@ -57,6 +58,7 @@ std::vector<KindSpec> Kinds() {
   std::vector<KindSpec> kinds;
   for (size_t i = 0; i < simdnorm_op_count(); ++i) {
     const simdnorm_op_info* op = simdnorm_op_at(i);
+    if (op->descriptor != SIMDNORM_ROW_DESC) continue;
     kinds.push_back({op->name, op->kind, op->centered != 0});
   }
   return kinds;

@@ -1,6 +1,7 @@
 // The C API: a thin layer over the C++ core.
 #include "lib/backward.h"
 #include "lib/descriptor.h"
+#include "lib/group_norm.h"
 #include "lib/isa.h"
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
@@ -31,6 +32,18 @@ simdnorm_status simdnorm_backward_reference_sized(
       d, desc_size, simdnorm::internal::BackwardReference));
 }
 
+simdnorm_status simdnorm_group_norm_sized(const simdnorm_group_desc* d,
+                                          size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::GroupNorm));
+}
+
+simdnorm_status simdnorm_group_norm_reference_sized(
+    const simdnorm_group_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::GroupNormReference));
+}
+
 unsigned simdnorm_version(void) { return SIMDNORM_VERSION; }
 
 const char* simdnorm_version_string(void) {
@@ -55,16 +68,18 @@ const char* simdnorm_status_string(simdnorm_status s) {
              "y_scale/quant_group without int8 output";
     case SIMDNORM_INVALID_SHAPE:
       return "SIMDNORM_INVALID_SHAPE: cols is 0, a stride is below cols, or a "
-             "size overflows";
+             "size overflows (groups: c, hw or groups is 0, or c is not a "
+             "multiple of groups)";
     case SIMDNORM_OVERLAP:
       return "SIMDNORM_OVERLAP: an output (y, sum_out, y_scale; backward: "
              "dx, dgamma, dbeta) overlaps another buffer other than exactly "
              "y == x (in place), sum_out == x or residual, or dx == dy";
     case SIMDNORM_UNSUPPORTED:
       return "SIMDNORM_UNSUPPORTED: int8 as an input type, an unknown ISA "
-             "or one this CPU does not support, or a descriptor field this "
+             "or one this CPU does not support, a descriptor field this "
              "version of the library does not know (non-zero bytes past its "
-             "simdnorm_desc)";
+             "simdnorm_desc), or a 16-bit GroupNorm output without "
+             "SIMDNORM_FAST_ROUNDING";
   }
   return "simdnorm: unknown status";
 }

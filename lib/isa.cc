@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "hwy/targets.h"
 #include "simdnorm/simdnorm.h"
@@ -46,7 +47,7 @@ struct IsaList {
   static void Add(const TargetKernels& k, void* self) {
     Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
     if (isa == nullptr) return;
-    for (int kind = 0; kind < kNumKinds; ++kind) {
+    for (int kind = 0; kind < kNumRowKinds; ++kind) {
       if (FamilyOf(kind) != kFamily) continue;
       for (int x = 0; x < kNumInTypes; ++x)
         for (int y = 0; y < kNumOutTypes; ++y)
@@ -65,6 +66,16 @@ struct IsaList {
           isa->backward[x][dy][dx] = (*k.table)[x][dy][dx];
   }
 
+  // Adds a target's GroupNorm kernels.
+  static void AddGroup(const TargetGroup& k, void* self) {
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
+    for (int l = 0; l < kNumLayouts; ++l)
+      for (int x = 0; x < kNumInTypes; ++x)
+        for (int y = 0; y < kNumInTypes; ++y)
+          isa->group[l][x][y] = (*k.table)[l][x][y];
+  }
+
   static bool Complete(const Isa& isa) {
     for (const auto& by_x : isa.fn)
       for (const auto& by_y : by_x)
@@ -74,6 +85,10 @@ struct IsaList {
     for (const auto& by_x : isa.backward)
       for (const auto& by_dy : by_x)
         for (BackwardRowsFn f : by_dy)
+          if (f == nullptr) return false;
+    for (const auto& by_layout : isa.group)
+      for (const auto& by_x : by_layout)
+        for (GroupFn f : by_x)
           if (f == nullptr) return false;
     return true;
   }
@@ -94,6 +109,7 @@ struct IsaList {
     VisitLayerNormKernels(&Add<kCenteredFamily>, this);
     VisitRMSNormKernels(&Add<kUncenteredFamily>, this);
     VisitBackwardKernels(&AddBackward, this);
+    VisitGroupKernels(&AddGroup, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
 #if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
@@ -103,8 +119,14 @@ struct IsaList {
       Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
       Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
       AddBackward(kAvx3Bf16BackwardKernels, this);
-      supported |= kTargetAvx3Bf16;
-      chosen = kTargetAvx3Bf16;
+      // GroupNorm has no AVX3_BF16 build: AVX3's kernels (their bf16
+      // stores round in integer steps, to the same bits).
+      Isa* bf16 = Entry(kTargetAvx3Bf16, kAvx3Bf16LayerNormKernels.name);
+      for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
+        if (storage[i].target == HWY_AVX3) {
+          std::memcpy(bf16->group, storage[i].group, sizeof(GroupTable));
+        }
+      }
     }
 #endif
     for (size_t i = 0; i < num_stored; ++i) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lib/backward.h"
+#include "lib/group_norm.h"
 #include "lib/kernel_table.h"
 
 namespace simdnorm {
@@ -15,8 +16,9 @@ namespace internal {
 struct Isa {
   int64_t target;  // Highway target bit
   const char* name;
-  RowsFn fn[kNumKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
+  RowsFn fn[kNumRowKinds][kNumInTypes][kNumOutTypes][kNumInTypes];
   BackwardTable backward;  // every kind: [x_type][dy_type][dx_type]
+  GroupTable group;        // [layout][x_type][y_type]
 };
 
 // Supported ISAs, best first. Stable for the life of the process.

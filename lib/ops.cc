@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace simdnorm {
 namespace internal {
@@ -79,11 +80,11 @@ double NormOrEpsWeight(double second, double, double eps) {
 
 }  // namespace
 
-const Op kOps[kNumKinds] = {
+const Op kOps[kNumRowKinds] = {
     {{SIMDNORM_LAYERNORM, "layernorm", "LayerNorm",
       "y = (x - mean) / sqrt(var + eps) * gamma + beta",
       "torch.nn.functional.layer_norm", 1, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound, 1},
+      kF32Bound, 1, SIMDNORM_ROW_DESC},
      MeanSquareRoot,
      MeanSquareRootScale,
      ExactMeanSquareRoot,
@@ -91,7 +92,7 @@ const Op kOps[kNumKinds] = {
     {{SIMDNORM_RMSNORM, "rmsnorm", "RMSNorm",
       "y = x / sqrt(mean(x^2) + eps) * gamma + beta",
       "torch.nn.functional.rms_norm", 0, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound, 1},
+      kF32Bound, 1, SIMDNORM_ROW_DESC},
      MeanSquareRoot,
      MeanSquareRootScale,
      ExactMeanSquareRoot,
@@ -99,29 +100,51 @@ const Op kOps[kNumKinds] = {
     {{SIMDNORM_L2NORM, "l2norm", "L2Norm",
       "y = x / max(sqrt(sum(x^2)), eps) * gamma + beta",
       "torch.nn.functional.normalize", 0, kFloats, kOutputs, kFloats, kFlags,
-      kF32Bound, 1},
+      kF32Bound, 1, SIMDNORM_ROW_DESC},
      NormOrEps,
      NormOrEpsScale,
      ExactNormOrEps,
      NormOrEpsWeight},
 };
 
+// Statistics as LayerNorm's, so its fp32 bound (docs/accuracy.md); 16-bit y
+// only with SIMDNORM_FAST_ROUNDING for now.
+const simdnorm_op_info kGroupNormInfo = {
+    SIMDNORM_GROUPNORM,
+    "groupnorm",
+    "GroupNorm",
+    "y = (x - mean_g) / sqrt(var_g + eps) * gamma[c] + beta[c]",
+    "torch.nn.functional.group_norm",
+    1,
+    kFloats,
+    kFloats,
+    kFloats,
+    SIMDNORM_FAST_ROUNDING,
+    kF32Bound,
+    0,
+    SIMDNORM_GROUP_DESC};
+
 }  // namespace internal
 }  // namespace simdnorm
 
 extern "C" {
 
-size_t simdnorm_op_count(void) { return simdnorm::internal::kNumKinds; }
+// The row kinds, then GroupNorm (kind order throughout).
+size_t simdnorm_op_count(void) { return simdnorm::internal::kNumRowKinds + 1; }
 
 const simdnorm_op_info* simdnorm_op_at(size_t i) {
-  return i < simdnorm::internal::kNumKinds ? &simdnorm::internal::kOps[i].info
-                                           : nullptr;
+  if (i < simdnorm::internal::kNumRowKinds) {
+    return &simdnorm::internal::kOps[i].info;
+  }
+  return i == simdnorm::internal::kNumRowKinds
+             ? &simdnorm::internal::kGroupNormInfo
+             : nullptr;
 }
 
 const simdnorm_op_info* simdnorm_op_of(simdnorm_kind kind) {
-  const simdnorm::internal::Op* op =
-      simdnorm::internal::OpOf(static_cast<int>(kind));
-  return op ? &op->info : nullptr;
+  int k;  // the raw value: a C caller may pass any int
+  std::memcpy(&k, &kind, sizeof(k));
+  return k >= 0 ? simdnorm_op_at(static_cast<size_t>(k)) : nullptr;
 }
 
 }  // extern "C"

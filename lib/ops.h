@@ -35,13 +35,19 @@ struct Op {
   double (*sum_weight)(double second, double n, double eps);
 };
 
-// The entries, in kind order (ops[k].info.kind == k).
-inline constexpr int kNumKinds = 3;
-extern const Op kOps[kNumKinds];
+// The entries of the kinds over rows (simdnorm_desc), in kind order
+// (ops[k].info.kind == k). Kinds of other descriptors follow them in the
+// public registry (kGroupNormInfo) but have no Op: they compute nothing
+// through the row machinery.
+inline constexpr int kNumRowKinds = 3;
+extern const Op kOps[kNumRowKinds];
 
-// The entry of a kind, or nullptr when it is not one.
+// GroupNorm's registry entry (simdnorm_group_desc; group_norm.h).
+extern const simdnorm_op_info kGroupNormInfo;
+
+// The entry of a row kind, or nullptr when it is not one.
 inline const Op* OpOf(int kind) {
-  return kind >= 0 && kind < kNumKinds ? &kOps[kind] : nullptr;
+  return kind >= 0 && kind < kNumRowKinds ? &kOps[kind] : nullptr;
 }
 
 // Whether a kind's statistics are of x - mean(x) (LayerNorm's).

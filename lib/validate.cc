@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "lib/backward.h"
+#include "lib/group_norm.h"
 
 namespace simdnorm {
 namespace internal {
@@ -121,11 +122,11 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
   const size_t y_stride = d.y_stride ? d.y_stride : cols;
   constexpr size_t kBig = size_t{1} << 31;
   // Bitwise & and |: one branch for all of them.
-  const bool plain = (kind < unsigned{kNumKinds}) & (x_type <= SIMDNORM_F16) &
-                     (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
-                     (d.residual == nullptr) & (d.sum_out == nullptr) &
-                     (d.y_scale == nullptr) & (d.quant_group == 0) &
-                     ((d.flags & ~kKnownFlags) == 0) &
+  const bool plain = (kind < unsigned{kNumRowKinds}) &
+                     (x_type <= SIMDNORM_F16) & (y_type <= SIMDNORM_F16) &
+                     (param_type <= SIMDNORM_F16) & (d.residual == nullptr) &
+                     (d.sum_out == nullptr) & (d.y_scale == nullptr) &
+                     (d.quant_group == 0) & ((d.flags & ~kKnownFlags) == 0) &
                      ((d.flags & kStoreFlags) != kStoreFlags) &
                      (d.eps >= 0.0f) & (d.eps <= FLT_MAX) &
                      (std::fabs(d.gamma_offset) <= FLT_MAX) & (rows != 0) &
@@ -328,6 +329,75 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   p->gamma = d->gamma;
   p->dgamma = d->dgamma;
   p->dbeta = d->dbeta;
+  return SIMDNORM_OK;
+}
+
+// The group descriptor (group_norm.h): the same rules, with y the output
+// and the tensor one span of n * c * hw elements.
+simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
+  const int x_type = RawEnum(d->x_type), y_type = RawEnum(d->y_type);
+  if ((layout != SIMDNORM_NCHW && layout != SIMDNORM_NHWC) ||
+      !ValidDType(x_type) || !ValidDType(y_type) || !ValidDType(param_type)) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  if (x_type == SIMDNORM_I8 || y_type == SIMDNORM_I8 ||
+      param_type == SIMDNORM_I8) {
+    return SIMDNORM_UNSUPPORTED;
+  }
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
+      (d->flags & ~unsigned{SIMDNORM_FAST_ROUNDING}) != 0) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  // Correctly rounded 16-bit y is not implemented for groups yet.
+  if (y_type != SIMDNORM_F32 && (d->flags & SIMDNORM_FAST_ROUNDING) == 0) {
+    return SIMDNORM_UNSUPPORTED;
+  }
+  p->n = d->n;
+  if (d->n == 0) return SIMDNORM_OK;
+  if (d->x == nullptr || d->y == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+
+  const size_t c = d->c, hw = d->hw, groups = d->groups;
+  if (c == 0 || hw == 0 || groups == 0 || c % groups != 0) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  size_t per_sample, total;
+  if (__builtin_mul_overflow(c, hw, &per_sample) ||
+      __builtin_mul_overflow(per_sample, d->n, &total)) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const size_t x_elem = ElementSize(d->x_type), y_elem = ElementSize(d->y_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  Span x, y, gamma{}, beta{};
+  if (!RowsSpan(d->x, 1, total, total, x_elem, &x) ||
+      !RowsSpan(d->y, 1, total, total, y_elem, &y) ||
+      (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &gamma)) ||
+      (d->beta && !RowsSpan(d->beta, 1, c, c, p_elem, &beta))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const bool y_is_x = d->y == d->x && y_elem == x_elem;
+  if ((!y_is_x && Overlaps(y, x)) || (d->gamma && Overlaps(y, gamma)) ||
+      (d->beta && Overlaps(y, beta))) {
+    return SIMDNORM_OVERLAP;
+  }
+
+  GroupArgs& a = p->args;
+  a.c = c;
+  a.hw = hw;
+  a.groups = groups;
+  a.cg = c / groups;
+  a.x = d->x;
+  a.y = d->y;
+  a.gamma = nullptr;
+  a.beta = nullptr;
+  a.eps = d->eps;
+  p->layout = layout;
+  p->x_type = x_type;
+  p->y_type = y_type;
+  p->param_type = param_type;
+  p->gamma = d->gamma;
+  p->beta = d->beta;
   return SIMDNORM_OK;
 }
 

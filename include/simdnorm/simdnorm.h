@@ -8,7 +8,8 @@
  *   L2:        y = x / max(sqrt(sum(x^2)), eps) * gamma (+ beta when given)
  *              (torch.nn.functional.normalize, p = 2, over the last axis)
  * simdnorm_op_count() and simdnorm_op_at() list these kinds with what each
- * accepts (the registry of operations).
+ * accepts (the registry of operations). GroupNorm and InstanceNorm, over
+ * (N, C, *spatial) tensors, have their own descriptor: simdnorm_group_desc.
  * NULL gamma means 1, NULL beta means 0. bf16 and f16 inputs widen exactly
  * to float; results are rounded once, to nearest-even, to y_type.
  *
@@ -61,10 +62,14 @@ extern "C" {
 typedef enum simdnorm_status {
   SIMDNORM_OK = 0,
   SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum/eps/flags */
-  SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow */
+  SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow;
+                                    groups: c, hw or groups == 0,
+                                    c % groups != 0 */
   SIMDNORM_OVERLAP = 3,    /* y overlaps x, gamma or beta (not in place) */
   SIMDNORM_UNSUPPORTED = 4 /* unknown ISA; I8 other than as y_type; a
-                              descriptor field this library does not know */
+                              descriptor field this library does not know;
+                              groups: I8, or 16-bit y without
+                              SIMDNORM_FAST_ROUNDING */
 } simdnorm_status;
 
 typedef enum simdnorm_dtype {
@@ -108,7 +113,10 @@ enum {
 typedef enum simdnorm_kind {
   SIMDNORM_LAYERNORM = 0,
   SIMDNORM_RMSNORM = 1,
-  SIMDNORM_L2NORM = 2
+  SIMDNORM_L2NORM = 2,
+  /* Over (sample, group) blocks: simdnorm_group_desc only (below), never
+   * in a simdnorm_desc or simdnorm_backward_desc. */
+  SIMDNORM_GROUPNORM = 3
 } simdnorm_kind;
 
 /* All-zero = LayerNorm, F32, dense rows, no gamma/beta, eps 0, default
@@ -276,9 +284,116 @@ static inline simdnorm_status simdnorm_backward_reference(
   return simdnorm_backward_reference_sized(d, sizeof(simdnorm_backward_desc));
 }
 
+/* ------------------------------------------------------------ GroupNorm
+ *
+ * GroupNorm and InstanceNorm over x of shape (n, c, *spatial), hw = the
+ * product of the spatial sizes (1 when there are none). The c channels
+ * form `groups` groups of cg = c / groups consecutive channels; for each
+ * sample i and group g, over its m = cg * hw elements (population
+ * variance, eps inside the square root):
+ *   mean = sum(x) / m,  var = sum((x - mean)^2) / m,
+ *   y = (x - mean) / sqrt(var + eps) * gamma[ch] + beta[ch]
+ * with ch the element's channel (torch.nn.functional.group_norm;
+ * InstanceNorm, torch's instance_norm with use_input_stats, is groups = c).
+ * NULL gamma means 1, NULL beta means 0.
+ *
+ * Layouts, read in place (no copies):
+ *   SIMDNORM_NCHW: x[(i * c + ch) * hw + p], channels first (torch's
+ *     contiguous format): a group is one contiguous block of cg * hw.
+ *   SIMDNORM_NHWC: x[(i * hw + p) * c + ch], channels last (torch's
+ *     channels_last): a group is hw runs of cg elements, c apart.
+ * y has x's layout and shape.
+ *
+ * Types: x, y and the weights are each F32, BF16 or F16 (never I8).
+ * Statistics are computed as LayerNorm's (docs/accuracy.md): shifted by the
+ * group's first element, fp32 partial sums of at most 32 terms per lane
+ * added in double, power-of-two rescaling of groups whose sums of squares
+ * would overflow or vanish; f32 y is within the registry's f32_bound
+ * (scaled ulps, as for rows). 16-bit y are NOT yet correctly rounded as
+ * the row kinds' are: the caller must pass SIMDNORM_FAST_ROUNDING, which
+ * gives the fp32 result rounded once to nearest-even (within half an ulp
+ * plus the fp32 bound, the bits possibly differing between ISAs); without
+ * it a 16-bit y_type is SIMDNORM_UNSUPPORTED, so that no caller silently
+ * gets a weaker contract than the default one.
+ *
+ * Non-finite values: a group holding an inf or NaN, or whose var + eps is
+ * 0, is the default quiet NaN throughout; other groups are not affected.
+ *
+ * Aliasing: y may be exactly x (same pointer and element size): in place.
+ * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP.
+ *
+ * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
+ * flags (INVALID_ARGUMENT), 16-bit y without SIMDNORM_FAST_ROUNDING
+ * (UNSUPPORTED); then, when n > 0, NULL x or y (INVALID_ARGUMENT), shapes
+ * (c, hw or groups 0, c % groups != 0, sizes that overflow:
+ * INVALID_SHAPE), overlaps. On any status other than SIMDNORM_OK nothing
+ * has been written. n = 0 is valid and does nothing.
+ *
+ * Threads as for simdnorm_normalize: (sample, group) blocks (NCHW) or
+ * samples (NHWC) are split over at most max_threads threads, and the
+ * results are bitwise identical whatever the thread count. */
+typedef enum simdnorm_layout {
+  SIMDNORM_NCHW = 0, /* channels first */
+  SIMDNORM_NHWC = 1  /* channels last */
+} simdnorm_layout;
+
+/* All-zero = NCHW, F32, no gamma/beta, eps 0, default threads. Later
+ * versions only append fields whose zero keeps this meaning. */
+typedef struct simdnorm_group_desc {
+  size_t n;      /* samples */
+  size_t c;      /* channels */
+  size_t hw;     /* elements per channel and sample (spatial product) */
+  size_t groups; /* divides c; c: InstanceNorm */
+  simdnorm_layout layout;
+  const void* x;
+  simdnorm_dtype x_type;
+  void* y; /* may be exactly x */
+  simdnorm_dtype y_type;
+  const void* gamma; /* c elements of param_type, NULL = 1 */
+  const void* beta;  /* c elements of param_type, NULL = 0 */
+  simdnorm_dtype param_type;
+  float eps;          /* >= 0 and finite */
+  size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+  unsigned flags;     /* 0 or SIMDNORM_FAST_ROUNDING (required for 16-bit y) */
+} simdnorm_group_desc;
+
+/* The smallest group descriptor a caller may pass: that of 0.4. */
+#define SIMDNORM_GROUP_DESC_MIN_SIZE \
+  (offsetof(simdnorm_group_desc, flags) + sizeof(unsigned))
+
+/* GroupNorm with the active ISA's kernels; desc_size as for
+ * simdnorm_normalize_sized. */
+SIMDNORM_API simdnorm_status
+simdnorm_group_norm_sized(const simdnorm_group_desc* d, size_t desc_size);
+
+/* The same contract from the formula above in float64 (x and the weights
+ * widened exactly, mean and variance by two passes), each output rounded
+ * once to y_type: the truth the kernels are tested against. Validated as
+ * simdnorm_group_norm (16-bit y also needs SIMDNORM_FAST_ROUNDING).
+ * Single-threaded. */
+SIMDNORM_API simdnorm_status simdnorm_group_norm_reference_sized(
+    const simdnorm_group_desc* d, size_t desc_size);
+
+static inline simdnorm_status simdnorm_group_norm(
+    const simdnorm_group_desc* d) {
+  return simdnorm_group_norm_sized(d, sizeof(simdnorm_group_desc));
+}
+static inline simdnorm_status simdnorm_group_norm_reference(
+    const simdnorm_group_desc* d) {
+  return simdnorm_group_norm_reference_sized(d, sizeof(simdnorm_group_desc));
+}
+
 /* The registry of operations: every kind this library computes and what it
  * accepts, for tools, tests and bindings to enumerate rather than name.
- * Entries are static and never change; later versions may append fields. */
+ * Entries are static and never change; later versions may append fields.
+ * Callers that fill a simdnorm_desc for each kind take only the entries
+ * whose descriptor is SIMDNORM_ROW_DESC. */
+typedef enum simdnorm_descriptor {
+  SIMDNORM_ROW_DESC = 0,  /* simdnorm_desc: simdnorm_normalize (and
+                             simdnorm_backward where has_backward) */
+  SIMDNORM_GROUP_DESC = 1 /* simdnorm_group_desc: simdnorm_group_norm */
+} simdnorm_descriptor;
+
 typedef struct simdnorm_op_info {
   simdnorm_kind kind;
   /* Lowercase, as tools and bindings spell it: "rmsnorm". */
@@ -293,14 +408,17 @@ typedef struct simdnorm_op_info {
   int centered;
   /* Bit (1u << dtype) per accepted x_type, y_type and param_type. */
   unsigned x_types, y_types, param_types;
-  /* The simdnorm_desc.flags it accepts. */
+  /* The flags it accepts (of its descriptor). */
   unsigned flags;
   /* The documented bound of fp32 outputs, in scaled ulps: |y - exact| <=
    * f32_bound * 2^-23 * (|gamma| * max(1, |xhat|) + |beta|) (docs/accuracy.md).
-   * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING). */
+   * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING),
+   * except GroupNorm's (see simdnorm_group_desc). */
   double f32_bound;
   /* 1: simdnorm_backward computes its gradients (since 0.4). */
   int has_backward;
+  /* The descriptor it takes (since 0.4). */
+  simdnorm_descriptor descriptor;
 } simdnorm_op_info;
 
 /* The number of operations, and the i-th (NULL past the end). */

@@ -35,7 +35,8 @@ enum class Status : int {
 enum class Kind : int {
   kLayerNorm = SIMDNORM_LAYERNORM,
   kRMSNorm = SIMDNORM_RMSNORM,
-  kL2Norm = SIMDNORM_L2NORM
+  kL2Norm = SIMDNORM_L2NORM,
+  kGroupNorm = SIMDNORM_GROUPNORM  // group_norm only (simdnorm_group_desc)
 };
 
 enum class DType : int {
@@ -447,6 +448,66 @@ Status l2_norm_backward(Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
                         const P* gamma = nullptr, float* dgamma = nullptr,
                         float* dbeta = nullptr, Options opt = {1e-12f}) {
   return norm_backward(Kind::kL2Norm, x, dy, dx, gamma, dgamma, dbeta, opt);
+}
+
+// GroupNorm and InstanceNorm over x of shape (n, c, *spatial), hw = the
+// spatial product, in `layout` (simdnorm.h, simdnorm_group_desc); y has
+// x's shape and layout and may be x. 16-bit y needs opt.fast_rounding
+// (else kUnsupported); gamma_offset and round_normalized do not apply
+// (kInvalidArgument when set).
+enum class Layout : int { kNCHW = SIMDNORM_NCHW, kNHWC = SIMDNORM_NHWC };
+
+inline Status group_norm(const simdnorm_group_desc& d) {
+  return static_cast<Status>(simdnorm_group_norm_sized(&d, sizeof(d)));
+}
+inline Status group_norm_reference(const simdnorm_group_desc& d) {
+  return static_cast<Status>(
+      simdnorm_group_norm_reference_sized(&d, sizeof(d)));
+}
+
+template <class X, class Y, class P = float>
+simdnorm_group_desc make_group_desc(
+    const X* x, Y* y, size_t n, size_t c, size_t hw, size_t groups,
+    Layout layout, const P* gamma,
+    const typename detail::identity<P>::type* beta, Options opt) {
+  simdnorm_group_desc d{};
+  d.n = n;
+  d.c = c;
+  d.hw = hw;
+  d.groups = groups;
+  d.layout = static_cast<simdnorm_layout>(layout);
+  d.x = x;
+  d.x_type = static_cast<simdnorm_dtype>(dtype_of<X>());
+  d.y = y;
+  d.y_type = static_cast<simdnorm_dtype>(dtype_of<Y>());
+  d.gamma = gamma;
+  d.beta = beta;
+  d.param_type = static_cast<simdnorm_dtype>(dtype_of<P>());
+  d.eps = opt.eps;
+  d.max_threads = opt.max_threads;
+  d.flags = opt.fast_rounding ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u;
+  return d;
+}
+
+template <class X, class Y, class P = float>
+Status group_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
+                  size_t groups, Layout layout = Layout::kNCHW,
+                  const P* gamma = nullptr,
+                  const detail::nodeduce<P>* beta = nullptr, Options opt = {}) {
+  if (opt.gamma_offset != 0.0f || opt.round_normalized) {
+    return Status::kInvalidArgument;
+  }
+  return group_norm(
+      make_group_desc(x, y, n, c, hw, groups, layout, gamma, beta, opt));
+}
+
+// InstanceNorm: group_norm with one group per channel.
+template <class X, class Y, class P = float>
+Status instance_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
+                     Layout layout = Layout::kNCHW, const P* gamma = nullptr,
+                     const detail::nodeduce<P>* beta = nullptr,
+                     Options opt = {}) {
+  return group_norm(x, y, n, c, hw, c, layout, gamma, beta, opt);
 }
 
 // The registry of operations (simdnorm.h): every kind, with what it accepts.

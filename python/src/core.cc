@@ -451,6 +451,8 @@ PYBIND11_MODULE(_core, m) {
         py::list ops;
         for (size_t i = 0; i < simdnorm_op_count(); ++i) {
           const simdnorm_op_info* op = simdnorm_op_at(i);
+          // The binding serves row descriptors only (not GroupNorm yet).
+          if (op->descriptor != SIMDNORM_ROW_DESC) continue;
           py::dict entry;
           entry["kind"] = static_cast<int>(op->kind);
           entry["name"] = op->name;
@@ -468,5 +470,5 @@ PYBIND11_MODULE(_core, m) {
         }
         return ops;
       },
-      "The registry of operations (simdnorm_op_at) as dicts.");
+      "The registry's row operations (simdnorm_op_at) as dicts.");
 }

@@ -10,8 +10,9 @@
 
 namespace simdnorm_test {
 
-// Every kind of the library's registry of operations (simdnorm_op_at), in
-// order: the tests that hold for any kind loop over these.
+// Every row kind of the library's registry of operations (simdnorm_op_at;
+// descriptor SIMDNORM_ROW_DESC), in order: the tests that hold for any
+// kind of simdnorm_desc loop over these.
 std::vector<simdnorm_kind> AllKinds();
 // Its title in the registry ("LayerNorm", "RMSNorm", "L2Norm").
 const char* KindName(simdnorm_kind k);

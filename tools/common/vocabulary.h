@@ -51,7 +51,8 @@ struct Dtypes {
 };
 
 // The kinds of normalization are the library's registry (simdnorm_op_at):
-// every kind in order (AllKinds), each one's entry (name, centered, ...).
+// every row kind in order (AllKinds; GroupNorm's descriptor is another),
+// each one's entry (name, centered, ...).
 // Centered kinds are run with beta, as engines call LayerNorm.
 using simdnorm_test::AllKinds;
 inline const simdnorm_op_info& op_of(simdnorm_kind k) {

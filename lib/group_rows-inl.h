@@ -1,0 +1,298 @@
+// Per-target GroupNorm kernels (simdnorm_group_norm), written once with
+// Highway. The statistics of a group are LayerNorm's (norm_rows-inl.h):
+// one pass over d = x - k, k the group's first element, with fp32 partial
+// sums of at most 32 terms per lane added in double, trusted while the
+// sum of squares is in a safe range and E[d]^2 <= 4 var; otherwise the
+// general path: a power of two s bringing max|x| to [1, 2), then the
+// corrected two-pass algorithm on x * s. y = ((x * s - m) * mul + add) *
+// gamma[ch] + beta[ch], the last step one FMA (GammaBeta).
+//
+// NCHW: a group is a contiguous row of cg * hw elements: Scale<true> as for
+// a LayerNorm row, then each channel's hw elements with its weights.
+// NHWC: a sample is hw rows of c channels. The sums are taken per channel,
+// vectorized across channels, over blocks of 32 positions (fp32) added in
+// double; a group's sums are its channels' added in channel order. Each
+// channel carries its group's shift (and scale), so every group keeps its
+// own statistics; the general path's passes run over the whole sample
+// only when some group of it needs them.
+//
+// A group whose statistics are NaN, or whose 1/sqrt is infinite, is the
+// default quiet NaN throughout. Results of a unit (NCHW: a sample's group;
+// NHWC: a sample) depend only on it.
+
+#if defined(SIMDNORM_LIB_GROUP_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SIMDNORM_LIB_GROUP_ROWS_INL_H_
+#undef SIMDNORM_LIB_GROUP_ROWS_INL_H_
+#else
+#define SIMDNORM_LIB_GROUP_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "lib/convert-inl.h"
+#include "lib/group_norm.h"
+#include "lib/norm_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace simdnorm {
+namespace SIMDNORM_NAMESPACE {
+
+// The result of one vector: LayerNorm's xhat = (x * s - m) * mul + add
+// (x * 1 - m is x - m rounded once, as the rows compute it), then the
+// weights; NaN lanes of `nan` give the default quiet NaN.
+template <class DF>
+HWY_INLINE hn::Vec<DF> GroupResult(DF df, hn::Vec<DF> x, hn::Vec<DF> s,
+                                   hn::Vec<DF> m, hn::Vec<DF> mul,
+                                   hn::Vec<DF> add, hn::Vec<DF> g,
+                                   hn::Vec<DF> b) {
+  return GammaBeta(df, hn::MulAdd(hn::MulSub(x, s, m), mul, add), g, b);
+}
+
+// NCHW: the cg channels of one group, hw elements each, from its
+// statistics k. y may be x: each vector is loaded before it is stored.
+template <class DF, typename TX, typename TY>
+HWY_NOINLINE void ApplyChannels(DF df, const TX* x, TY* y, const float* gamma,
+                                const float* beta, size_t cg, size_t hw,
+                                const RowScale& k) {
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
+  const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
+  for (size_t ch = 0; ch < cg; ++ch, x += hw, y += hw) {
+    const auto g = hn::Set(df, gamma[ch]), b = hn::Set(df, beta[ch]);
+    size_t i = 0;
+    for (; i + N <= hw; i += N) {
+      StoreF(df, GroupResult(df, LoadF(df, x + i), s, m, mul, add, g, b),
+             y + i);
+    }
+    if (i < hw) {
+      const auto v = LoadTailF(df, x + i, hw - i);
+      StoreTailF(df, GroupResult(df, v, s, m, mul, add, g, b), y + i, hw - i);
+    }
+  }
+}
+
+template <typename TX, typename TY>
+HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
+                            size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t m = a.cg * a.hw;
+  for (size_t u = begin; u < end; ++u) {
+    const TX* x = static_cast<const TX*>(a.x) + u * m;
+    TY* y = static_cast<TY*>(a.y) + u * m;
+    const RowScale k =
+        Scale<true>(df, x, static_cast<const TX*>(nullptr),
+                    static_cast<TX*>(nullptr), m, a.eps, SIMDNORM_LAYERNORM);
+    if (HWY_UNLIKELY(NaNRow(k))) {
+      FillNaN(df, y, static_cast<float*>(nullptr), 0, m);
+      continue;
+    }
+    const size_t c0 = u % a.groups * a.cg;
+    ApplyChannels(df, x, y, a.gamma + c0, a.beta + c0, a.cg, a.hw, k);
+  }
+}
+
+// NHWC scratch for one sample: per-channel arrays of cp floats (c rounded
+// up to whole vectors) and doubles.
+struct ChannelScratch {
+  size_t cp;
+  std::unique_ptr<float[]> floats;
+  std::unique_ptr<double[]> doubles;
+  float *s, *k, *max, *acc_sum, *acc_sq, *mul, *add, *nan;
+  double *sum, *sq;
+
+  ChannelScratch(size_t c, size_t lanes)
+      : cp((c + lanes - 1) / lanes * lanes),
+        floats(new float[8 * cp]()),
+        doubles(new double[2 * cp]()) {
+    float* f = floats.get();
+    for (float** p : {&s, &k, &max, &acc_sum, &acc_sq, &mul, &add, &nan}) {
+      *p = f;
+      f += cp;
+    }
+    sum = doubles.get();
+    sq = sum + cp;
+  }
+};
+
+// For each channel, over the hw positions of a sample: the sums of v = x *
+// s[ch] - k[ch] (one rounding) and of v^2, in fp32 over blocks of 32
+// positions added in double; with kMax also max|x|. Lanes past c are
+// summed too (zeros in, ignored out).
+template <bool kMax, class DF, typename TX>
+HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
+                              ChannelScratch& t) {
+  const size_t N = hn::Lanes(df);
+  for (size_t j = 0; j < t.cp; ++j) t.sum[j] = t.sq[j] = 0.0;
+  if constexpr (kMax) std::fill(t.max, t.max + t.cp, 0.0f);
+  for (size_t p0 = 0; p0 < hw; p0 += 32) {
+    const size_t p1 = hw - p0 > 32 ? p0 + 32 : hw;
+    std::fill(t.acc_sum, t.acc_sum + t.cp, 0.0f);
+    std::fill(t.acc_sq, t.acc_sq + t.cp, 0.0f);
+    for (size_t p = p0; p < p1; ++p) {
+      const TX* row = x + p * c;
+      for (size_t j = 0; j < c; j += N) {
+        const auto xv =
+            j + N <= c ? LoadF(df, row + j) : LoadTailF(df, row + j, c - j);
+        const auto v =
+            hn::MulSub(xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j));
+        hn::StoreU(hn::Add(hn::LoadU(df, t.acc_sum + j), v), df, t.acc_sum + j);
+        hn::StoreU(hn::MulAdd(v, v, hn::LoadU(df, t.acc_sq + j)), df,
+                   t.acc_sq + j);
+        if constexpr (kMax) {
+          hn::StoreU(hn::Max(hn::LoadU(df, t.max + j), hn::Abs(xv)), df,
+                     t.max + j);
+        }
+      }
+    }
+    for (size_t j = 0; j < c; ++j) {
+      t.sum[j] += t.acc_sum[j];
+      t.sq[j] += t.acc_sq[j];
+    }
+  }
+}
+
+// A group's sums: its channels' in channel order.
+inline void GroupSums(const ChannelScratch& t, size_t c0, size_t cg,
+                      double* sum, double* sq) {
+  *sum = *sq = 0.0;
+  for (size_t j = c0; j < c0 + cg; ++j) {
+    *sum += t.sum[j];
+    *sq += t.sq[j];
+  }
+}
+
+// The statistics of every group of one NHWC sample (see top), as
+// LayerNormScale and LayerNormScaleGeneral compute those of a row.
+template <class DF, typename TX>
+void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
+               ChannelScratch& t, RowScale* k) {
+  const size_t c = a.c, cg = a.cg;
+  const double inv_n = 1.0 / static_cast<double>(cg * a.hw);
+  const double eps = static_cast<double>(a.eps);
+  for (size_t j = 0; j < c; ++j) {
+    t.s[j] = 1.0f;
+    t.k[j] = ToFloat(x[j / cg * cg]);  // the group's first element
+  }
+  ChannelSums<true>(df, x, c, a.hw, t);
+  bool general = false;
+  for (size_t g = 0; g < a.groups; ++g) {
+    double sum, sq;
+    GroupSums(t, g * cg, cg, &sum, &sq);
+    const double mean_d = sum * inv_n, var = sq * inv_n - mean_d * mean_d;
+    const float kg = t.k[g * cg];
+    if (!SafeSumOfSquares(sq) || !(mean_d * mean_d <= 4.0 * var)) {
+      // General path: its scale from the group's max|x|.
+      float max_abs = 0.0f;
+      for (size_t j = g * cg; j < (g + 1) * cg; ++j) {
+        max_abs = std::fmax(max_abs, t.max[j]);
+      }
+      k[g] = RowScale{ScaleFor(max_abs), kg, 0.0f, 0.0f, -1.0};
+      general = true;
+      continue;
+    }
+    const double mul = 1.0 / std::sqrt(var + eps);
+    k[g] = RowScale{1.0f, kg, static_cast<float>(mul),
+                    static_cast<float>(-mean_d * mul), var / inv_n};
+  }
+  if (!general) return;
+  // The general groups (second < 0 marks them): first the sums of x * s -
+  // k * s, giving m0; then of x * s - m0 and their squares.
+  for (size_t j = 0; j < c; ++j) {
+    const RowScale& kg = k[j / cg];
+    t.s[j] = kg.second < 0 ? kg.s : 1.0f;
+    t.k[j] = kg.second < 0 ? kg.m * kg.s : 0.0f;
+  }
+  ChannelSums<false>(df, x, c, a.hw, t);
+  for (size_t g = 0; g < a.groups; ++g) {
+    if (!(k[g].second < 0)) continue;
+    double sum, sq;
+    GroupSums(t, g * cg, cg, &sum, &sq);
+    k[g].m =
+        static_cast<float>(static_cast<double>(k[g].m) * k[g].s + sum * inv_n);
+    for (size_t j = g * cg; j < (g + 1) * cg; ++j) t.k[j] = k[g].m;
+  }
+  ChannelSums<false>(df, x, c, a.hw, t);
+  for (size_t g = 0; g < a.groups; ++g) {
+    if (!(k[g].second < 0)) continue;
+    double sum, sq;
+    GroupSums(t, g * cg, cg, &sum, &sq);
+    const double cm = sum * inv_n, sd = static_cast<double>(k[g].s);
+    const double var = std::fmax(sq * inv_n - cm * cm, 0.0) / (sd * sd);
+    const double mul = 1.0 / (std::sqrt(var + eps) * sd);
+    k[g].mul = MulToFloat(mul);
+    k[g].add = static_cast<float>(-cm * mul);
+    k[g].second = var / inv_n;
+  }
+}
+
+template <typename TX, typename TY>
+HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
+                            size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df), c = a.c, per_sample = c * a.hw;
+  ChannelScratch t(c, N);
+  std::unique_ptr<RowScale[]> k(new RowScale[a.groups]);
+  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
+  float* g = weights.get();
+  float* b = g + t.cp;
+  std::copy(a.gamma, a.gamma + c, g);
+  std::copy(a.beta, a.beta + c, b);
+  const auto qnan = hn::BitCast(
+      df, hn::Set(hn::RebindToUnsigned<decltype(df)>(), uint32_t{0x7FC00000u}));
+  for (size_t i = begin; i < end; ++i) {
+    const TX* x = static_cast<const TX*>(a.x) + i * per_sample;
+    TY* y = static_cast<TY*>(a.y) + i * per_sample;
+    NhwcStats(df, a, x, t, k.get());
+    for (size_t j = 0; j < c; ++j) {
+      const RowScale& kg = k[j / a.cg];
+      t.s[j] = kg.s;
+      t.k[j] = kg.m;
+      t.mul[j] = kg.mul;
+      t.add[j] = kg.add;
+      t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
+    }
+    for (size_t p = 0; p < a.hw; ++p) {
+      const TX* xr = x + p * c;
+      TY* yr = y + p * c;
+      for (size_t j = 0; j < c; j += N) {
+        const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
+        auto xv = j + N <= c ? LoadF(df, xr + j) : LoadTailF(df, xr + j, c - j);
+        auto v =
+            GroupResult(df, xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j),
+                        hn::LoadU(df, t.mul + j), hn::LoadU(df, t.add + j),
+                        hn::LoadU(df, g + j), hn::LoadU(df, b + j));
+        v = hn::IfThenElse(nan, qnan, v);
+        if (j + N <= c) {
+          StoreF(df, v, yr + j);
+        } else {
+          StoreTailF(df, v, yr + j, c - j);
+        }
+      }
+    }
+  }
+}
+
+// This target's table, [layout][x_type][y_type] indexed by simdnorm_layout
+// and simdnorm_dtype, filled at compile time.
+struct GroupKernels {
+  internal::GroupTable table = {};
+
+  template <size_t... I>
+  constexpr void Fill(std::index_sequence<I...>) {
+    ((table[0][I / 3][I % 3] = &GroupNchw<InType<I / 3>, InType<I % 3>>), ...);
+    ((table[1][I / 3][I % 3] = &GroupNhwc<InType<I / 3>, InType<I % 3>>), ...);
+  }
+  constexpr GroupKernels() { Fill(std::make_index_sequence<9>()); }
+};
+
+}  // namespace SIMDNORM_NAMESPACE
+}  // namespace simdnorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // SIMDNORM_LIB_GROUP_ROWS_INL_H_

@@ -1,0 +1,532 @@
+// GroupNorm and InstanceNorm (simdnorm_group_norm) on every ISA: against a
+// float64 computation of the formula (which the library's reference must
+// match), in both layouts, every dtype triple, hard data (large means, huge
+// and tiny values, groups whose first element is far from the mean), NaN
+// and inf isolated to their group, in place, bitwise identity over thread
+// counts, the C++ wrapper, the registry entry, and bad descriptors.
+//
+// The bound (docs/accuracy.md, "GroupNorm"): per element, with xhat the
+// exact normalized value and g, b its channel's weights,
+//   f32 y:    |y - exact| <= B = 32 * 2^-23 * (|g| * max(1, |xhat|) + |b|),
+//   16-bit y: y is a rounding of some value within B of the exact one
+//             (SIMDNORM_FAST_ROUNDING), i.e. between round(exact - B) and
+//             round(exact + B).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
+#include "support/dtypes.h"
+#include "support/half.h"
+#include "support/isa_test.h"
+
+namespace simdnorm_test {
+namespace {
+
+constexpr double kBound = 32.0 * 0x1p-23;
+
+// A tensor of one dtype, set from doubles (rounded once) and read exactly.
+struct Tensor {
+  simdnorm_dtype t;
+  std::vector<uint8_t> bytes;
+  Tensor(simdnorm_dtype type, size_t n)
+      : t(type), bytes(n * (type == SIMDNORM_F32 ? 4 : 2)) {}
+  size_t size() const { return bytes.size() / (t == SIMDNORM_F32 ? 4 : 2); }
+  void* data() { return bytes.data(); }
+  const void* data() const { return bytes.data(); }
+  uint32_t Bits(size_t i) const {
+    if (t == SIMDNORM_F32) {
+      uint32_t u;
+      std::memcpy(&u, &bytes[4 * i], 4);
+      return u;
+    }
+    uint16_t u;
+    std::memcpy(&u, &bytes[2 * i], 2);
+    return u;
+  }
+  double Get(size_t i) const {
+    if (t == SIMDNORM_F32) return FloatFromBits(Bits(i));
+    return HalfToDouble(HalfOf(t), static_cast<uint16_t>(Bits(i)));
+  }
+  void Set(size_t i, double v) {
+    if (t == SIMDNORM_F32) {
+      const float f = static_cast<float>(v);
+      std::memcpy(&bytes[4 * i], &f, 4);
+    } else {
+      const uint16_t h = RoundToHalf(HalfOf(t), v);
+      std::memcpy(&bytes[2 * i], &h, 2);
+    }
+  }
+  bool IsNaN(size_t i) const { return std::isnan(Get(i)); }
+};
+
+struct Shape {
+  size_t n, c, hw, groups;
+};
+
+// The flat index of (sample, channel, position) in a layout.
+size_t Index(const Shape& s, simdnorm_layout l, size_t i, size_t ch, size_t p) {
+  return l == SIMDNORM_NCHW ? (i * s.c + ch) * s.hw + p
+                            : (i * s.hw + p) * s.c + ch;
+}
+
+struct Problem {
+  Shape s;
+  simdnorm_layout layout;
+  Tensor x, y, gamma, beta;
+  bool has_gamma = true, has_beta = true;
+  float eps = 1e-5f;
+
+  Problem(Shape shape, simdnorm_layout l, simdnorm_dtype xt, simdnorm_dtype yt,
+          simdnorm_dtype pt)
+      : s(shape),
+        layout(l),
+        x(xt, shape.n * shape.c * shape.hw),
+        y(yt, shape.n * shape.c * shape.hw),
+        gamma(pt, shape.c),
+        beta(pt, shape.c) {}
+
+  simdnorm_group_desc Desc(size_t max_threads = 0) {
+    simdnorm_group_desc d{};
+    d.n = s.n;
+    d.c = s.c;
+    d.hw = s.hw;
+    d.groups = s.groups;
+    d.layout = layout;
+    d.x = x.data();
+    d.x_type = x.t;
+    d.y = y.data();
+    d.y_type = y.t;
+    d.gamma = has_gamma ? gamma.data() : nullptr;
+    d.beta = has_beta ? beta.data() : nullptr;
+    d.param_type = gamma.t;
+    d.eps = eps;
+    d.max_threads = max_threads;
+    d.flags = y.t == SIMDNORM_F32 ? 0u : unsigned{SIMDNORM_FAST_ROUNDING};
+    return d;
+  }
+};
+
+// Fills x with mean + sd * N(0, 1) and the weights with N(1, 0.5), N(0, 1).
+void Fill(Problem& p, double mean, double sd, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal;
+  for (size_t i = 0; i < p.x.size(); ++i) p.x.Set(i, mean + sd * normal(rng));
+  for (size_t j = 0; j < p.s.c; ++j) {
+    p.gamma.Set(j, 1.0 + 0.5 * normal(rng));
+    p.beta.Set(j, normal(rng));
+  }
+}
+
+// The exact result (double) of every element, and its bound B; NaN for
+// elements of groups whose result is NaN.
+struct Exact {
+  std::vector<double> y, bound;
+};
+
+Exact ExactOf(const Problem& p) {
+  const Shape& s = p.s;
+  const size_t cg = s.c / s.groups, m = cg * s.hw;
+  Exact e{std::vector<double>(p.x.size()), std::vector<double>(p.x.size())};
+  for (size_t i = 0; i < s.n; ++i) {
+    for (size_t g = 0; g < s.groups; ++g) {
+      double mean = 0.0, second = 0.0;
+      for (size_t ch = g * cg; ch < (g + 1) * cg; ++ch)
+        for (size_t q = 0; q < s.hw; ++q)
+          mean += p.x.Get(Index(s, p.layout, i, ch, q));
+      mean /= static_cast<double>(m);
+      for (size_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
+        for (size_t q = 0; q < s.hw; ++q) {
+          const double d = p.x.Get(Index(s, p.layout, i, ch, q)) - mean;
+          second += d * d;
+        }
+      }
+      const double denom = std::sqrt(second / static_cast<double>(m) +
+                                     static_cast<double>(p.eps));
+      const bool nan =
+          !std::isfinite(mean) || !std::isfinite(second) || !(denom > 0.0);
+      for (size_t ch = g * cg; ch < (g + 1) * cg; ++ch) {
+        const double gm = p.has_gamma ? p.gamma.Get(ch) : 1.0;
+        const double bt = p.has_beta ? p.beta.Get(ch) : -0.0;
+        for (size_t q = 0; q < s.hw; ++q) {
+          const size_t k = Index(s, p.layout, i, ch, q);
+          const double xhat = (p.x.Get(k) - mean) / denom;
+          e.y[k] = nan ? NAN : xhat * gm + bt;
+          e.bound[k] =
+              kBound *
+              (std::fabs(gm) * std::max(1.0, std::fabs(xhat)) + std::fabs(bt));
+        }
+      }
+    }
+  }
+  return e;
+}
+
+// y against the exact values: within the bound, NaN groups the default
+// quiet NaN. Returns the number of failures (reporting the first few).
+int Check(const Problem& p, const Exact& e, const char* what) {
+  int failures = 0;
+  for (size_t k = 0; k < p.y.size(); ++k) {
+    bool ok;
+    if (std::isnan(e.y[k])) {
+      const uint32_t qnan = p.y.t == SIMDNORM_F32    ? 0x7FC00000u
+                            : p.y.t == SIMDNORM_BF16 ? 0x7FC0u
+                                                     : 0x7E00u;
+      ok = p.y.Bits(k) == qnan;
+    } else if (p.y.t == SIMDNORM_F32) {
+      ok = std::fabs(p.y.Get(k) - e.y[k]) <= e.bound[k];
+    } else {
+      const Half h = HalfOf(p.y.t);
+      const int32_t v = HalfOrdered(static_cast<uint16_t>(p.y.Bits(k)));
+      ok = !p.y.IsNaN(k) &&
+           HalfOrdered(RoundToHalf(h, e.y[k] - e.bound[k])) <= v &&
+           v <= HalfOrdered(RoundToHalf(h, e.y[k] + e.bound[k]));
+    }
+    if (!ok && ++failures <= 3) {
+      ADD_FAILURE() << what << ": element " << k << " is " << p.y.Get(k)
+                    << ", exact " << e.y[k] << " (bound " << e.bound[k] << ")";
+    }
+  }
+  return failures;
+}
+
+// Runs the kernels and checks them; also the library's reference, which
+// must be the exact values rounded once.
+void RunAndCheck(Problem& p, const char* what) {
+  simdnorm_group_desc d = p.Desc();
+  ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK) << what;
+  const Exact e = ExactOf(p);
+  Check(p, e, what);
+  Tensor ref(p.y.t, p.y.size());
+  d.y = ref.data();
+  ASSERT_EQ(simdnorm_group_norm_reference(&d), SIMDNORM_OK) << what;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    Tensor one(p.y.t, 1);
+    one.Set(0, e.y[k]);
+    if (std::isnan(e.y[k])) {
+      EXPECT_TRUE(ref.IsNaN(k)) << what << " reference " << k;
+    } else {
+      ASSERT_EQ(ref.Bits(k), one.Bits(0)) << what << " reference " << k;
+    }
+  }
+}
+
+const Shape kShapes[] = {
+    {2, 64, 64, 32},  // (2, 64, 8, 8), 32 groups: SD's GroupNorm, smaller
+    {1, 12, 15, 4},   // (1, 12, 5, 3), 4 groups
+    {3, 6, 1, 6},     // InstanceNorm of (3, 6, 1)
+    {2, 10, 7, 5},    // hw and c/g not multiples of any vector
+    {1, 40, 1, 8},    // hw = 1
+    {2, 3, 70, 1},    // one group: LayerNorm over each sample
+};
+
+const simdnorm_layout kLayouts[] = {SIMDNORM_NCHW, SIMDNORM_NHWC};
+const simdnorm_dtype kTypes[] = {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16};
+
+SIMDNORM_ISA_FIXTURE(GroupNormTest);
+
+TEST_P(GroupNormTest, ShapesLayoutsAndDTypes) {
+  uint32_t seed = 1;
+  for (const Shape& s : kShapes) {
+    for (simdnorm_layout l : kLayouts) {
+      for (simdnorm_dtype xt : kTypes) {
+        for (simdnorm_dtype yt : kTypes) {
+          for (simdnorm_dtype pt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+            Problem p(s, l, xt, yt, pt);
+            Fill(p, 0.5, 2.0, seed++);
+            p.has_beta = (seed % 3) != 0;
+            p.has_gamma = (seed % 5) != 0;
+            RunAndCheck(p, "random");
+          }
+        }
+      }
+    }
+  }
+}
+
+// NHWC on the transposed data of an NCHW call: both within the bound of the
+// same exact values (the summation orders differ, so the bits may).
+TEST_P(GroupNormTest, NhwcMatchesNchwTransposed) {
+  const Shape s{2, 24, 30, 6};
+  Problem a(s, SIMDNORM_NCHW, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
+  Problem b(s, SIMDNORM_NHWC, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
+  Fill(a, 3.0, 1.5, 7);
+  b.gamma = a.gamma;
+  b.beta = a.beta;
+  for (size_t i = 0; i < s.n; ++i)
+    for (size_t ch = 0; ch < s.c; ++ch)
+      for (size_t q = 0; q < s.hw; ++q)
+        b.x.Set(Index(s, SIMDNORM_NHWC, i, ch, q),
+                a.x.Get(Index(s, SIMDNORM_NCHW, i, ch, q)));
+  simdnorm_group_desc da = a.Desc(), db = b.Desc();
+  ASSERT_EQ(simdnorm_group_norm(&da), SIMDNORM_OK);
+  ASSERT_EQ(simdnorm_group_norm(&db), SIMDNORM_OK);
+  const Exact e = ExactOf(a);
+  for (size_t i = 0; i < s.n; ++i) {
+    for (size_t ch = 0; ch < s.c; ++ch) {
+      for (size_t q = 0; q < s.hw; ++q) {
+        const size_t ka = Index(s, SIMDNORM_NCHW, i, ch, q);
+        const size_t kb = Index(s, SIMDNORM_NHWC, i, ch, q);
+        ASSERT_LE(std::fabs(a.y.Get(ka) - e.y[ka]), e.bound[ka]);
+        ASSERT_LE(std::fabs(b.y.Get(kb) - e.y[ka]), e.bound[ka]);
+      }
+    }
+  }
+}
+
+// Data that defeats naive statistics: a large mean with a small spread,
+// huge and tiny magnitudes (sums of squares overflow or vanish in fp32),
+// and groups whose first element (the shift) is far from their mean (the
+// general path).
+TEST_P(GroupNormTest, HardData) {
+  struct Data {
+    const char* what;
+    double mean, sd;
+  };
+  const Data kData[] = {{"mean 1e4, sd 1e-2", 1e4, 1e-2},
+                        {"1e25", 0.0, 1e25},
+                        {"1e-25", 0.0, 1e-25},
+                        {"mean -3e20, sd 1e18", -3e20, 1e18}};
+  const Shape shapes[] = {{2, 16, 40, 4}, {1, 6, 9, 6}};
+  uint32_t seed = 100;
+  for (const Data& data : kData) {
+    for (const Shape& s : shapes) {
+      for (simdnorm_layout l : kLayouts) {
+        for (bool outlier : {false, true}) {
+          Problem p(s, l, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
+          Fill(p, data.mean, data.sd, seed++);
+          p.eps = 0.0f;
+          if (outlier) {  // each group's first element 20 sd off the mean
+            const size_t cg = s.c / s.groups;
+            for (size_t i = 0; i < s.n; ++i)
+              for (size_t g = 0; g < s.groups; ++g)
+                p.x.Set(Index(s, l, i, g * cg, 0), data.mean + 20 * data.sd);
+          }
+          RunAndCheck(p, data.what);
+        }
+      }
+    }
+  }
+}
+
+// A NaN in one group and an inf in another make those groups (and only
+// those) the default quiet NaN; so does var + eps = 0.
+TEST_P(GroupNormTest, NonFiniteGroupsAreIsolated) {
+  const Shape s{2, 12, 10, 4};
+  for (simdnorm_layout l : kLayouts) {
+    for (simdnorm_dtype yt : kTypes) {
+      Problem p(s, l, SIMDNORM_F32, yt, SIMDNORM_F32);
+      Fill(p, 1.0, 1.0, 5);
+      p.eps = 0.0f;
+      p.x.Set(Index(s, l, 0, 4, 7), NAN);       // sample 0, group 1
+      p.x.Set(Index(s, l, 1, 0, 3), INFINITY);  // sample 1, group 0
+      for (size_t ch = 9; ch < 12; ++ch)        // sample 1, group 3 constant
+        for (size_t q = 0; q < s.hw; ++q) p.x.Set(Index(s, l, 1, ch, q), 2.5);
+      RunAndCheck(p, "non-finite");
+      size_t nans = 0;
+      for (size_t k = 0; k < p.y.size(); ++k) nans += p.y.IsNaN(k);
+      EXPECT_EQ(nans, 3 * 3 * s.hw);
+    }
+  }
+}
+
+// y == x: the same bits as out of place.
+TEST_P(GroupNormTest, InPlace) {
+  for (simdnorm_layout l : kLayouts) {
+    for (simdnorm_dtype t : kTypes) {
+      Problem p(Shape{2, 20, 33, 5}, l, t, t, SIMDNORM_F32);
+      Fill(p, -1.0, 3.0, 11);
+      simdnorm_group_desc d = p.Desc();
+      ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+      d.y = p.x.data();
+      ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+      EXPECT_EQ(p.x.bytes, p.y.bytes);
+    }
+  }
+}
+
+// Bitwise the same for every thread count (units of work large enough to
+// be split).
+TEST_P(GroupNormTest, ThreadCountDoesNotChangeBits) {
+  for (simdnorm_layout l : kLayouts) {
+    Problem p(Shape{4, 32, 2048, 8}, l, SIMDNORM_BF16, SIMDNORM_F32,
+              SIMDNORM_F32);
+    Fill(p, 0.0, 1.0, 3);
+    simdnorm_group_desc d = p.Desc(1);
+    ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+    const std::vector<uint8_t> one = p.y.bytes;
+    for (size_t threads : {2, 3, 0}) {
+      std::fill(p.y.bytes.begin(), p.y.bytes.end(), 0);
+      d = p.Desc(threads);
+      ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+      EXPECT_EQ(p.y.bytes, one) << threads << " threads";
+    }
+  }
+}
+
+TEST_P(GroupNormTest, CppWrapper) {
+  const Shape s{2, 8, 12, 8};
+  Problem p(s, SIMDNORM_NHWC, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
+  Fill(p, 0.0, 1.0, 9);
+  simdnorm_group_desc d = p.Desc();
+  ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+  std::vector<float> y(p.y.size());
+  const auto* x = static_cast<const float*>(p.x.data());
+  const auto* g = static_cast<const float*>(p.gamma.data());
+  const auto* b = static_cast<const float*>(p.beta.data());
+  simdnorm::Options opt;
+  opt.eps = p.eps;
+  ASSERT_EQ(simdnorm::instance_norm(x, y.data(), s.n, s.c, s.hw,
+                                    simdnorm::Layout::kNHWC, g, b, opt),
+            simdnorm::Status::kOk);
+  EXPECT_EQ(std::memcmp(y.data(), p.y.data(), y.size() * 4), 0);
+  std::vector<simdnorm::bf16> y16(y.size());
+  EXPECT_EQ(simdnorm::group_norm(x, y16.data(), s.n, s.c, s.hw, 4,
+                                 simdnorm::Layout::kNHWC, g, b, opt),
+            simdnorm::Status::kUnsupported);
+  opt.fast_rounding = true;
+  EXPECT_EQ(simdnorm::group_norm(x, y16.data(), s.n, s.c, s.hw, 4,
+                                 simdnorm::Layout::kNHWC, g, b, opt),
+            simdnorm::Status::kOk);
+  opt.gamma_offset = 1.0f;
+  EXPECT_EQ(simdnorm::group_norm(x, y.data(), s.n, s.c, s.hw, 4,
+                                 simdnorm::Layout::kNHWC, g, b, opt),
+            simdnorm::Status::kInvalidArgument);
+}
+
+SIMDNORM_INSTANTIATE_PER_ISA(GroupNormTest);
+
+// ------------------------------------------------ registry and statuses
+
+TEST(GroupNormRegistry, EntryAndRowEnumerators) {
+  const simdnorm_op_info* op = simdnorm_op_of(SIMDNORM_GROUPNORM);
+  ASSERT_NE(op, nullptr);
+  EXPECT_STREQ(op->name, "groupnorm");
+  EXPECT_EQ(op->descriptor, SIMDNORM_GROUP_DESC);
+  EXPECT_EQ(op->centered, 1);
+  EXPECT_EQ(op->has_backward, 0);
+  EXPECT_EQ(op->flags, unsigned{SIMDNORM_FAST_ROUNDING});
+  EXPECT_EQ(simdnorm_op_at(SIMDNORM_GROUPNORM), op);
+  for (size_t i = 0; i < simdnorm_op_count(); ++i) {
+    EXPECT_EQ(simdnorm_op_at(i)->descriptor,
+              simdnorm_op_at(i)->kind == SIMDNORM_GROUPNORM
+                  ? SIMDNORM_GROUP_DESC
+                  : SIMDNORM_ROW_DESC);
+  }
+  for (simdnorm_kind k : AllKinds()) EXPECT_NE(k, SIMDNORM_GROUPNORM);
+  // Not a kind of the row descriptors.
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  simdnorm_desc d{};
+  d.kind = SIMDNORM_GROUPNORM;
+  d.rows = 1;
+  d.cols = 4;
+  d.x = x;
+  d.y = y;
+  EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_INVALID_ARGUMENT);
+  simdnorm_backward_desc b{};
+  b.kind = SIMDNORM_GROUPNORM;
+  EXPECT_EQ(simdnorm_backward(&b), SIMDNORM_INVALID_ARGUMENT);
+}
+
+// Each bad descriptor gets its status from both entry points, and y is
+// untouched.
+TEST(GroupNormStatus, BadDescriptorsWriteNothing) {
+  Problem p(Shape{2, 8, 5, 4}, SIMDNORM_NCHW, SIMDNORM_F32, SIMDNORM_F32,
+            SIMDNORM_F32);
+  Fill(p, 0.0, 1.0, 2);
+  std::fill(p.y.bytes.begin(), p.y.bytes.end(), 0xAB);
+  const std::vector<uint8_t> sentinel = p.y.bytes;
+  const simdnorm_group_desc good = p.Desc();
+  struct Case {
+    const char* what;
+    void (*edit)(simdnorm_group_desc&);
+    simdnorm_status want;
+  };
+  const Case kCases[] = {
+      {"c % groups", [](simdnorm_group_desc& d) { d.groups = 3; },
+       SIMDNORM_INVALID_SHAPE},
+      {"groups 0", [](simdnorm_group_desc& d) { d.groups = 0; },
+       SIMDNORM_INVALID_SHAPE},
+      {"c 0", [](simdnorm_group_desc& d) { d.c = 0; }, SIMDNORM_INVALID_SHAPE},
+      {"hw 0", [](simdnorm_group_desc& d) { d.hw = 0; },
+       SIMDNORM_INVALID_SHAPE},
+      {"size overflow", [](simdnorm_group_desc& d) { d.hw = SIZE_MAX / 4; },
+       SIMDNORM_INVALID_SHAPE},
+      {"layout 2",
+       [](simdnorm_group_desc& d) {
+         d.layout = static_cast<simdnorm_layout>(2);
+       },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"x_type 7",
+       [](simdnorm_group_desc& d) {
+         d.x_type = static_cast<simdnorm_dtype>(7);
+       },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"I8 x", [](simdnorm_group_desc& d) { d.x_type = SIMDNORM_I8; },
+       SIMDNORM_UNSUPPORTED},
+      {"I8 y", [](simdnorm_group_desc& d) { d.y_type = SIMDNORM_I8; },
+       SIMDNORM_UNSUPPORTED},
+      {"bf16 y without FAST_ROUNDING",
+       [](simdnorm_group_desc& d) { d.y_type = SIMDNORM_BF16; },
+       SIMDNORM_UNSUPPORTED},
+      {"eps < 0", [](simdnorm_group_desc& d) { d.eps = -1.0f; },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"eps NaN", [](simdnorm_group_desc& d) { d.eps = NAN; },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"unknown flag",
+       [](simdnorm_group_desc& d) { d.flags = SIMDNORM_ROUND_NORMALIZED; },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"x NULL", [](simdnorm_group_desc& d) { d.x = nullptr; },
+       SIMDNORM_INVALID_ARGUMENT},
+      {"y overlaps x",
+       [](simdnorm_group_desc& d) {
+         d.x = static_cast<const float*>(d.y) + 1;
+         d.n = 1;
+       },
+       SIMDNORM_OVERLAP},
+      {"y is x, other size",
+       [](simdnorm_group_desc& d) {
+         d.x = d.y;
+         d.x_type = SIMDNORM_BF16;
+       },
+       SIMDNORM_OVERLAP},
+      {"y overlaps gamma",
+       [](simdnorm_group_desc& d) { d.gamma = static_cast<float*>(d.y) + 3; },
+       SIMDNORM_OVERLAP},
+      {"y overlaps beta", [](simdnorm_group_desc& d) { d.beta = d.y; },
+       SIMDNORM_OVERLAP},
+  };
+  for (const Case& c : kCases) {
+    simdnorm_group_desc d = good;
+    c.edit(d);
+    EXPECT_EQ(simdnorm_group_norm(&d), c.want) << c.what;
+    EXPECT_EQ(simdnorm_group_norm_reference(&d), c.want) << c.what;
+    EXPECT_EQ(p.y.bytes, sentinel) << c.what;
+  }
+  EXPECT_EQ(simdnorm_group_norm(nullptr), SIMDNORM_INVALID_ARGUMENT);
+  // n = 0: nothing to do, pointers unused.
+  simdnorm_group_desc empty{};
+  EXPECT_EQ(simdnorm_group_norm(&empty), SIMDNORM_OK);
+  // Sizes: below the minimum; longer with a non-zero unknown field.
+  EXPECT_EQ(simdnorm_group_norm_sized(&good, SIMDNORM_GROUP_DESC_MIN_SIZE - 1),
+            SIMDNORM_INVALID_ARGUMENT);
+  struct Longer {
+    simdnorm_group_desc d;
+    uint64_t extra;
+  } longer{good, 1};
+  EXPECT_EQ(simdnorm_group_norm_sized(&longer.d, sizeof(longer)),
+            SIMDNORM_UNSUPPORTED);
+  EXPECT_EQ(p.y.bytes, sentinel);
+  longer.extra = 0;
+  EXPECT_EQ(simdnorm_group_norm_sized(&longer.d, sizeof(longer)), SIMDNORM_OK);
+}
+
+}  // namespace
+}  // namespace simdnorm_test
