@@ -127,6 +127,8 @@ struct IsaList {
           std::memcpy(bf16->group, storage[i].group, sizeof(GroupTable));
         }
       }
+      supported |= kTargetAvx3Bf16;
+      chosen = kTargetAvx3Bf16;
     }
 #endif
     for (size_t i = 0; i < num_stored; ++i) {

@@ -146,6 +146,20 @@ simdnorm_desc OneRow(simdnorm_kind kind, simdnorm_dtype type, const void* x,
   return d;
 }
 
+// Built with AVX3_BF16, on a CPU with AVX512_BF16 where AVX3 runs: listed
+// (else every test below would skip without saying why).
+TEST(Bf16HardwareTest, ListedWhereTheCpuHasIt) {
+#if defined(SIMDNORM_TESTS_BUILT_AVX3_BF16) && defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16") || !Listed(kAvx3)) {
+    GTEST_SKIP() << "no AVX512_BF16 or no AVX3 here";
+  }
+  EXPECT_TRUE(Listed(kBf16Isa));
+#else
+  GTEST_SKIP() << "built without AVX3_BF16";
+#endif
+}
+
 // Rows of x = [1, -1, 1, -1, ...] have mean 0 and variance 1, and mean
 // square 1: with eps 0, LayerNorm's and RMSNorm's normalized value is
 // exactly +-1, and y_j = +-gamma_j rounded once to bf16. f32 x and gamma
