@@ -353,7 +353,8 @@ size_t ScalesPerRow(size_t cols, size_t group) {
 }
 
 // The status the documented rules give, checked in this order:
-// 1 INVALID_ARGUMENT: kind or a dtype outside its enum;
+// 1 INVALID_ARGUMENT: kind not a row kind of the registry, or a dtype
+//   outside its enum;
 // 2 UNSUPPORTED: I8 as x_type or param_type;
 // 3 INVALID_ARGUMENT: y_type not I8 with y_scale or quant_group set; eps
 //   NaN, infinite or negative (-0 is fine); gamma_offset not finite; a
@@ -371,7 +372,10 @@ size_t ScalesPerRow(size_t cols, size_t group) {
 simdnorm_status Predict(const simdnorm_desc& d, int kind, int xt, int yt,
                         int pt) {
   auto valid = [](int t) { return t >= SIMDNORM_F32 && t <= SIMDNORM_I8; };
-  if ((kind != SIMDNORM_LAYERNORM && kind != SIMDNORM_RMSNORM) || !valid(xt) ||
+  // A kind of simdnorm_desc: the registry's row kinds (L2 among them; not
+  // GroupNorm, whose descriptor is another).
+  const simdnorm_op_info* op = simdnorm_op_of(static_cast<simdnorm_kind>(kind));
+  if (op == nullptr || op->descriptor != SIMDNORM_ROW_DESC || !valid(xt) ||
       !valid(yt) || !valid(pt)) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
