@@ -422,22 +422,24 @@ PYBIND11_MODULE(_core, m) {
       [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
          uintptr_t y, unsigned types, uintptr_t gamma, uintptr_t beta,
          float eps, unsigned flags, size_t max_threads) {
-        simdnorm_group_desc d{};
-        d.n = n;
-        d.c = c;
-        d.hw = hw;
-        d.groups = groups;
-        d.layout = static_cast<simdnorm_layout>(layout);
-        d.x = Ptr<const void>(x);
-        d.x_type = static_cast<simdnorm_dtype>(types & 0xFu);
-        d.y = Ptr<void>(y);
-        d.y_type = static_cast<simdnorm_dtype>((types >> 4) & 0xFu);
-        d.gamma = Ptr<const void>(gamma);
-        d.beta = Ptr<const void>(beta);
-        d.param_type = static_cast<simdnorm_dtype>((types >> 8) & 0xFu);
-        d.eps = eps;
-        d.max_threads = max_threads;
-        d.flags = flags;
+        // In the field order of simdnorm_group_desc (which only grows at
+        // its end).
+        const simdnorm_group_desc d{
+            n,
+            c,
+            hw,
+            groups,
+            static_cast<simdnorm_layout>(layout),
+            Ptr<const void>(x),
+            static_cast<simdnorm_dtype>(types & 0xFu),
+            Ptr<void>(y),
+            static_cast<simdnorm_dtype>((types >> 4) & 0xFu),
+            Ptr<const void>(gamma),
+            Ptr<const void>(beta),
+            static_cast<simdnorm_dtype>((types >> 8) & 0xFu),
+            eps,
+            max_threads,
+            flags};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_group_norm(&d));
       },
