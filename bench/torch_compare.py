@@ -27,6 +27,15 @@ native_layer_norm_backward) and of the eager HF RMSNorm against the same
 call through simdnorm.torch's autograd, the C library's simdnorm_backward
 on preallocated buffers, and a copy of the bytes the backward moves (x and
 dy read, dx written: a copy of 1.5x x's bytes).
+
+--group instead times GroupNorm, one thread: F.group_norm against
+simdnorm.torch.group_norm on (1, 320, 64, 64) and (1, 1280, 8, 8)
+(--group-shapes), 32 groups (--groups), float32 and bfloat16 (--dtypes),
+contiguous and channels_last tensors; also the C library's
+simdnorm_group_norm alone on a preallocated output (`C library`), so that
+`layer` (simdnorm.torch's time minus it) shows what the Python layer costs.
+16-bit outputs are fast-rounded (the only mode GroupNorm has). Times are us
+per call.
 """
 
 import argparse
@@ -54,7 +63,8 @@ except ImportError:
 import simdnorm.torch as st  # noqa: E402
 from simdnorm import _core  # noqa: E402
 
-_CODES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16}
+_CODES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
+          torch.float16: _core.F16}
 
 
 def hf_rms_norm(x, weight, eps):
@@ -167,6 +177,64 @@ def backward_cases(kind, x, w, b, eps):
     return ref, mine, library, copy
 
 
+def group_cases(x, groups, w, b, eps):
+    """F.group_norm, simdnorm.torch.group_norm and the C library alone on a
+    preallocated output of x's layout."""
+    n, c = x.shape[:2]
+    hw = x.numel() // (n * c)
+    nhwc = not x.is_contiguous()
+    y = torch.empty_like(x)  # x's memory format
+    code = _CODES[x.dtype]
+    flags = _core.FAST_ROUNDING if x.dtype != torch.float32 else 0
+
+    def ref():
+        return F.group_norm(x, groups, w, b, eps)
+
+    def mine():
+        return st.group_norm(x, groups, w, b, eps)
+
+    def library(y=y):
+        return _core.group_norm(n, c, hw, groups,
+                                _core.NHWC if nhwc else _core.NCHW,
+                                x.data_ptr(), y.data_ptr(), code * 0x111,
+                                w.data_ptr(), b.data_ptr(), eps, flags, 1)
+    return ref, mine, library
+
+
+def group_table(opt, dtypes):
+    shapes = [tuple(int(v) for v in s.split("x"))
+              for s in opt.group_shapes.split(",")]
+    print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
+          f"torch {torch.__version__}; GroupNorm, {opt.groups} groups, 1 "
+          f"thread; load average {os.getloadavg()[0]:.2f} at start")
+    print("\nus per call (lower is better); ratio = F.group_norm / "
+          "simdnorm.torch.group_norm; C library = simdnorm_group_norm alone "
+          "(preallocated output); layer = simdnorm.torch minus C library\n")
+    print("| shape | dtype | layout | F.group_norm | simdnorm.torch | ratio | "
+          "C library | torch / library | layer us |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    with torch.inference_mode():
+        for shape in shapes:
+            for dtype in dtypes:
+                for layout in ("contiguous", "channels_last"):
+                    x = torch.randn(shape).to(dtype)
+                    if layout == "channels_last":
+                        x = x.to(memory_format=torch.channels_last)
+                    c = shape[1]
+                    w = (torch.rand(c) + 0.5).to(dtype)
+                    b = (torch.rand(c) - 0.5).to(dtype)
+                    ref, mine, lib = measure(
+                        group_cases(x, opt.groups, w, b, 1e-5), opt.batches,
+                        opt.batch_ms / 1e3, time.thread_time)
+                    print(f"| {'x'.join(map(str, shape))} | "
+                          f"{str(dtype)[6:]} | {layout} | {ref * 1e6:.1f} | "
+                          f"{mine * 1e6:.1f} | {ref / mine:.2f}x | "
+                          f"{lib * 1e6:.1f} | {ref / lib:.2f}x | "
+                          f"{(mine - lib) * 1e6:.2f} |", flush=True)
+
+
 def backward_table(opt, rows_list, hiddens, dtypes):
     print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
           f"torch {torch.__version__}; backward passes, 1 thread; load "
@@ -213,6 +281,10 @@ def main():
                         help="PNG to write ('' for none)")
     parser.add_argument("--backward", action="store_true",
                         help="time the backward passes instead")
+    parser.add_argument("--group", action="store_true",
+                        help="time GroupNorm instead (1 thread)")
+    parser.add_argument("--group-shapes", default="1x320x64x64,1x1280x8x8")
+    parser.add_argument("--groups", type=int, default=32)
     opt = parser.parse_args()
     cpus = os.cpu_count()
     threads = [cpus if t == "all" else int(t) for t in opt.threads.split(",")]
@@ -223,6 +295,9 @@ def main():
     kinds = opt.kinds.split(",")
     if opt.backward:
         backward_table(opt, rows_list, hiddens, dtypes)
+        return
+    if opt.group:
+        group_table(opt, dtypes)
         return
 
     print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "

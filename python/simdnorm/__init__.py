@@ -1,4 +1,4 @@
-"""simdnorm: SIMD LayerNorm, RMSNorm and L2 normalization for NumPy and torch.
+"""simdnorm: SIMD LayerNorm, RMSNorm, L2 and GroupNorm for NumPy and torch.
 
 NumPy arrays, over the last axis, without copies:
 
@@ -15,6 +15,10 @@ message, and nothing is written. `simdnorm.reference` has the float64
 truth of the same calls; `simdnorm.torch` the PyTorch functions, ops,
 modules and `patch`. The contract (math, bounds, threads) is the C
 library's: include/simdnorm/simdnorm.h.
+
+`group_norm` normalizes (N, C, *spatial) arrays per (sample, group of
+channels), as torch.nn.functional.group_norm (InstanceNorm: num_groups =
+C), channels first or, with channels_last=True, (N, *spatial, C).
 """
 
 import collections
@@ -28,6 +32,7 @@ __version__ = _core.version()
 
 __all__ = [
     "layer_norm", "rms_norm", "l2_norm", "fused_add_rms_norm", "normalize",
+    "group_norm",
     "ops", "isas", "set_isa", "active_isa", "reference",
 ]
 
@@ -35,14 +40,17 @@ _NP_DTYPES = {np.dtype(np.float32): _core.F32, np.dtype(np.float16): _core.F16}
 
 Op = collections.namedtuple("Op", [
     "kind", "name", "title", "formula", "torch", "centered", "x_types",
-    "y_types", "param_types", "flags", "f32_bound", "has_backward"
+    "y_types", "param_types", "flags", "f32_bound", "has_backward",
+    "descriptor"
 ])
 Op.__doc__ = """An operation of the library (simdnorm_op_info): its kind code,
 name ("rmsnorm"), title, formula, the torch function it matches, whether its
 statistics are centred, the dtypes it accepts (names), the flags it accepts,
 the documented bound of float32 outputs in scaled ulps
 (|y - exact| <= f32_bound * 2**-23 * (|gamma| * max(1, |xhat|) + |beta|)),
-and whether it has a backward pass (simdnorm.torch's autograd)."""
+whether it has a backward pass (simdnorm.torch's autograd), and the
+descriptor it takes: "row" (over the last axis: `normalize(x, name)`) or
+"group" (GroupNorm: `group_norm`)."""
 
 
 def _names(codes):
@@ -53,13 +61,15 @@ _OPS = tuple(
     Op(o["kind"], o["name"], o["title"], o["formula"], o["torch"],
        o["centered"], _names(o["x_types"]), _names(o["y_types"]),
        _names(o["param_types"]), o["flags"], o["f32_bound"],
-       o["has_backward"])
+       o["has_backward"], o["descriptor"])
     for o in _core.ops())
 _KINDS = {op.name: op for op in _OPS}
 
 
 def ops():
-    """The operations this library computes (its registry), in order."""
+    """The operations this library computes (its registry), in order.
+    Those whose descriptor is "row" are what `normalize` takes; code that
+    enumerates row kinds filters on it."""
     return list(_OPS)
 
 
@@ -70,6 +80,15 @@ def op(kind):
             return entry
     raise ValueError(f"simdnorm: no operation {kind!r}; there are "
                      f"{', '.join(o.name for o in _OPS)}")
+
+
+def _row_op(kind, who):
+    """The entry of a row kind (normalize's); ValueError for GroupNorm."""
+    entry = op(kind)
+    if entry.descriptor != "row":
+        raise ValueError(f"{who}: {entry.name} is not a row operation; "
+                         f"use simdnorm.group_norm")
+    return entry
 
 
 def isas():
@@ -183,7 +202,7 @@ def normalize(x, kind, weight=None, bias=None, eps=1e-5, *, out=None,
 def _normalize(who, kind, x, weight, bias, eps, out, residual=None,
                sum_out=None, gamma_offset=0.0, round_normalized=False,
                fast_rounding=False, max_threads=0):
-    entry = op(kind)
+    entry = _row_op(kind, who)
     x, x_type, x_strides = _array(x, "x", who)
     cols = x.shape[-1]
     if out is None:
@@ -245,6 +264,69 @@ def fused_add_rms_norm(x, residual, weight, eps=1e-6, *, max_threads=0):
     _normalize("simdnorm.fused_add_rms_norm", "rmsnorm", x, weight, None, eps,
                x, residual=residual, sum_out=residual, round_normalized=True,
                max_threads=max_threads)
+
+
+def _group_shape(who, x, num_groups, channels_last):
+    """(n, c, hw) of an (N, C, *spatial) array, or (N, *spatial, C) with
+    channels_last; checks num_groups (a positive int dividing C)."""
+    if x.ndim < 2:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"x has shape {x.shape}; group_norm takes (N, C, "
+                          "*spatial)")
+    c = x.shape[-1] if channels_last else x.shape[1]
+    spatial = x.shape[1:-1] if channels_last else x.shape[2:]
+    hw = 1
+    for s in spatial:
+        hw *= s
+    if isinstance(num_groups, bool) or not isinstance(
+            num_groups, (int, np.integer)) or num_groups < 1:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"num_groups is {num_groups!r}, not a positive int")
+    if c % num_groups:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"num_groups {num_groups} does not divide the "
+                          f"{c} channels")
+    return x.shape[0], c, hw
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, out=None,
+               channels_last=False, max_threads=0):
+    """torch.nn.functional.group_norm over an (N, C, *spatial) array: each
+    sample's C channels form num_groups groups of consecutive channels, and
+    each (sample, group) is normalized over its channels and positions,
+    (x - mean) / sqrt(var + eps) * weight[c] + bias[c] (InstanceNorm:
+    num_groups = C). channels_last=True: x is (N, *spatial, C) (channels
+    last in memory, NHWC), and so is the result. x and out are C-contiguous
+    float32 or float16 arrays (a non-contiguous x is copied first; out may
+    be x: in place); weight, bias: C elements. float16 results are the
+    float32 result rounded once (SIMDNORM_FAST_ROUNDING: within half an
+    ulp plus the float32 bound), not correctly rounded as the row kinds'
+    are. Returns out (a new array of x's dtype when None)."""
+    who = "simdnorm.group_norm"
+    x, x_type, _ = _array(x, "x", who)
+    n, c, hw = _group_shape(who, x, num_groups, channels_last)
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    out, y_type, _ = _array(out, "out", who, writable=True)
+    _same_shape(who, "out", out, x)
+    if not out.flags.c_contiguous:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          "out is not C-contiguous")
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    gamma, beta, param_type, keep = _params(who, c, weight, bias)
+    flags = _core.FAST_ROUNDING if y_type != _core.F32 else 0
+    if n and x.size:
+        status = _core.group_norm(
+            n, c, hw, int(num_groups),
+            _core.NHWC if channels_last else _core.NCHW, _core.address(x),
+            _core.address(out), x_type | y_type << 4 | param_type << 8,
+            gamma, beta, float(eps), flags, max_threads)
+        _rows.check(status, who)
+    elif n:
+        _rows.check(_core.INVALID_SHAPE, who)  # c or hw is 0
+    del keep
+    return out
 
 
 from . import reference  # noqa: E402  (uses the helpers above)

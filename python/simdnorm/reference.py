@@ -111,3 +111,47 @@ def l2_norm(x, weight=None, eps=1e-12, *, return_xhat=False, x_dtype=None):
     """The exact simdnorm.l2_norm, as float64."""
     return normalize(x, "l2norm", weight, None, eps, return_xhat=return_xhat,
                      x_dtype=x_dtype)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *,
+               channels_last=False, return_xhat=False, x_dtype=None):
+    """The exact simdnorm.group_norm, as float64 (x's shape and layout).
+    Each (sample, group) is a row of the float64 LayerNorm truth above (the
+    same statistics: population variance, eps as a float inside the square
+    root); weight and bias are applied per channel in float64. float32
+    results of simdnorm.group_norm lie within op("groupnorm").f32_bound of
+    it (scaled as for rows); 16-bit ones within half an ulp more."""
+    from . import _array, _group_shape  # noqa: the package's
+    who = "simdnorm.reference.group_norm"
+    x, _, _ = _array(x, "x", who)
+    n, c, hw = _group_shape(who, x, num_groups, channels_last)
+    params = []
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            p = np.asarray(p)
+            if p.shape != (c,):
+                raise _rows.error(_core.INVALID_SHAPE, who,
+                                  f"{name} has shape {p.shape}, x has {c} "
+                                  "channels")
+            p = p.astype(np.float64)
+        params.append(p)
+    # Channels first, contiguous: each (sample, group) one row.
+    xc = np.moveaxis(x, -1, 1) if channels_last else x
+    xc = np.ascontiguousarray(xc)
+    if n == 0:
+        out = np.empty(xc.shape, np.float64)
+        xhat = out.copy()
+    else:
+        _, xhat = normalize(xc.reshape(n * num_groups, -1), "layernorm",
+                            None, None, eps, return_xhat=True,
+                            x_dtype=x_dtype)
+        xhat = xhat.reshape(n, c, hw)
+        out = xhat.copy()
+        if params[0] is not None:
+            out *= params[0][:, None]
+        if params[1] is not None:
+            out += params[1][:, None]
+        out, xhat = out.reshape(xc.shape), xhat.reshape(xc.shape)
+    if channels_last:
+        out, xhat = np.moveaxis(out, 1, -1), np.moveaxis(xhat, 1, -1)
+    return (out, xhat) if return_xhat else out

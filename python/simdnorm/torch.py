@@ -29,6 +29,17 @@ Rounding orders, by name: `rms_norm`, the `RMSNorm` module, and the
 to the input's dtype, then multiplied by the weight. `layer_norm` rounds
 once. `RMSNorm(..., weight_offset=1)` is Gemma's: (1 + weight) in float32,
 one rounding.
+
+GroupNorm and InstanceNorm (`group_norm`, `instance_norm`, the `GroupNorm`
+and `InstanceNorm1d/2d/3d` modules) read contiguous (NCHW) and
+channels_last (NHWC) tensors in place and write the output in the input's
+memory format. Their 16-bit results are the float32 result rounded once
+(SIMDNORM_FAST_ROUNDING: within half an ulp plus the float32 bound), not
+correctly rounded as the row kinds' are. They have no backward pass yet:
+with autograd on, an input or weight that requires grad raises
+RuntimeError (torch.no_grad() and torch.inference_mode() are fine).
+`normalize` takes any `dim` (p = 2 only): other than the last, through a
+copy with that dimension moved last.
 """
 
 import math
@@ -38,8 +49,9 @@ import torch
 from . import _core
 from . import _rows
 
-__all__ = ["layer_norm", "rms_norm", "normalize", "LayerNorm", "RMSNorm",
-           "patch"]
+__all__ = ["layer_norm", "rms_norm", "normalize", "group_norm",
+           "instance_norm", "LayerNorm", "RMSNorm", "GroupNorm",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "patch"]
 
 _DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
            torch.float16: _core.F16}
@@ -57,11 +69,11 @@ except ImportError:
     _last_threads = _core.last_torch_threads
 
 
-def _no_grad_error(who, name):
+def _no_grad_error(who, name, what="simdnorm has no backward pass"):
     return RuntimeError(
-        f"{who}: {name} requires grad and autograd is on, but simdnorm has "
-        "no backward pass yet; run under torch.no_grad() or "
-        "torch.inference_mode() (or detach the tensor)")
+        f"{who}: {name} requires grad and autograd is on, but {what} yet; "
+        "run under torch.no_grad() or torch.inference_mode() (or detach the "
+        "tensor)")
 
 
 def _check_grad(who, x, weight, bias=None):
@@ -335,23 +347,194 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, *,
                       _core.ROUND_NORMALIZED | _rounding(fast_rounding))
 
 
-def normalize(input, p=2.0, dim=-1, eps=1e-12, out=None):
-    """torch.nn.functional.normalize for p = 2 over the last dimension:
-    x / max(||x||_2, eps), in the input's dtype (L2 normalization of the
-    registry; other p and dim raise ValueError). out: as F.normalize's."""
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """torch.nn.functional.normalize for p = 2: x / max(||x||_2, eps) along
+    `dim` (negative counts from the end), in the input's dtype (L2
+    normalization of the registry; other p raise ValueError). The last
+    dimension is normalized in place of its rows; any other is moved last,
+    made contiguous, normalized and moved back (a copy each way). out: as
+    F.normalize's."""
     who = "simdnorm.torch.normalize"
     x_type = _tensor(input, "input", who)
-    if p != 2 or dim not in (-1, input.dim() - 1):
-        raise ValueError(f"{who}: p=2 over the last dimension only "
-                         f"(p={p}, dim={dim})")
-    y = _normalize(who, _core.L2NORM, input, input.shape[-1:], None, None,
-                   eps, 0)
+    if p != 2:
+        raise ValueError(f"{who}: p=2 only (p={p}): simdnorm computes L2 "
+                         "normalization")
+    ndim = input.dim()
+    d = dim + ndim if dim < 0 else dim
+    if not 0 <= d < max(ndim, 1):
+        raise IndexError(f"{who}: dim {dim} out of range for a {ndim}-d "
+                         "input")
+    if ndim == 0 or d == ndim - 1:
+        y = _normalize(who, _core.L2NORM, input, input.shape[-1:], None,
+                       None, eps, 0)
+    else:
+        moved = input.movedim(d, -1).contiguous()
+        y = _normalize(who, _core.L2NORM, moved, moved.shape[-1:], None,
+                       None, eps, 0).movedim(-1, d).contiguous()
     if out is None:
         return y
     if _tensor(out, "out", who) != x_type or out.shape != input.shape:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           "out must have input's shape and dtype")
     return out.copy_(y)
+
+
+# GroupNorm and InstanceNorm (simdnorm_group_norm).
+
+_NO_GROUP_BACKWARD = "simdnorm has no GroupNorm backward pass"
+
+
+def _channels_last(t):
+    """True when an (N, C, *spatial) tensor is laid out channels last
+    (NHWC: C innermost, then the spatial dimensions, then N), as
+    torch.channels_last and channels_last_3d are; size-1 dimensions may
+    have any stride."""
+    shape, strides = t.shape, t.stride()
+    c = shape[1]
+    if c > 1 and strides[1] != 1:
+        return False
+    expected = c
+    for i in range(len(shape) - 1, 1, -1):
+        if shape[i] != 1 and strides[i] != expected:
+            return False
+        expected *= shape[i]
+    return shape[0] == 1 or strides[0] == expected
+
+
+def _group_params(who, c, weight, bias):
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            _tensor(p, name, who)
+            if tuple(p.shape) != (c,):
+                raise _rows.error(_core.INVALID_SHAPE, who,
+                                  f"{name} has shape {tuple(p.shape)}, "
+                                  f"input has {c} channels")
+    return _params(who, (c,), weight, bias)
+
+
+def _group_norm(who, x, num_groups, weight, bias, eps):
+    """GroupNorm of an (N, C, *spatial) tensor into a new one of its dtype
+    and memory format: contiguous tensors are read as NCHW, channels-last
+    ones as NHWC (no copy); any other layout through a contiguous copy."""
+    x_type = _tensor(x, "input", who)
+    if _is_grad_enabled():
+        for name, t in (("input", x), ("weight", weight), ("bias", bias)):
+            if getattr(t, "requires_grad", False):
+                raise _no_grad_error(who, name, _NO_GROUP_BACKWARD)
+    if x.dim() < 2:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"input has shape {tuple(x.shape)}; expected (N, "
+                          "C, *spatial)")
+    n, c = x.shape[0], x.shape[1]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int) or (
+            num_groups < 1):
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"num_groups is {num_groups!r}, not a positive int")
+    if c % num_groups:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"num_groups {num_groups} does not divide the {c} "
+                          "channels")
+    gamma, beta, param_type, keep = _group_params(who, c, weight, bias)
+    hw = math.prod(x.shape[2:])
+    if x.is_contiguous():
+        layout = _core.NCHW
+        y = torch.empty(x.shape, dtype=x.dtype)
+    elif x.dim() > 2 and _channels_last(x):
+        layout = _core.NHWC
+        # (N, *spatial, C) dense, seen as (N, C, *spatial): x's strides.
+        y = torch.empty((n,) + tuple(x.shape[2:]) + (c,),
+                        dtype=x.dtype).movedim(-1, 1)
+    else:
+        layout = _core.NCHW
+        x = x.contiguous()
+        y = torch.empty(x.shape, dtype=x.dtype)
+    if n == 0:
+        return y
+    flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
+    status = _core.group_norm(
+        n, c, hw, num_groups, layout, x.data_ptr(), y.data_ptr(),
+        x_type | x_type << 4 | param_type << 8, gamma, beta, float(eps),
+        flags, torch.get_num_threads())
+    del keep
+    if status:
+        raise _rows.error(status, who)
+    return y
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.group_norm: each sample's C channels in
+    num_groups groups of consecutive channels, each (sample, group)
+    normalized over its channels and positions, then weight[c] and
+    bias[c]. float32, bfloat16 and float16 input, weights of its dtype or
+    float32; the output in the input's dtype and memory format
+    (contiguous or channels_last, read in place). 16-bit results: the
+    float32 result rounded once. No backward pass yet (see the module's
+    documentation)."""
+    return _group_norm("simdnorm.torch.group_norm", input, num_groups,
+                       weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None,
+                  bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    """torch.nn.functional.instance_norm. use_input_stats=True: GroupNorm
+    with one group per channel, and running_mean / running_var (when
+    given) updated as torch does: running = (1 - momentum) * running +
+    momentum * the instances' mean (and unbiased variance) averaged over
+    the batch. use_input_stats=False: the running statistics normalize
+    each channel."""
+    who = "simdnorm.torch.instance_norm"
+    _tensor(input, "input", who)
+    if input.dim() < 2:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"input has shape {tuple(input.shape)}; expected "
+                          "(N, C, *spatial)")
+    c = input.shape[1]
+    if not use_input_stats:
+        return _instance_norm_running(who, input, running_mean, running_var,
+                                      weight, bias, eps)
+    hw = math.prod(input.shape[2:])
+    if hw == 1:
+        raise ValueError(f"{who}: expected more than 1 spatial element when "
+                         f"training, got input size {list(input.shape)}")
+    y = _group_norm(who, input, c, weight, bias, eps)
+    if running_mean is not None or running_var is not None:
+        # The statistics torch updates them with, from a float64 pass over
+        # the input (the kernel does not return its own).
+        with torch.no_grad():
+            x = input.detach().reshape(input.shape[0], c, hw).double()
+            for running, batch in (
+                    (running_mean, lambda: x.mean(2)),
+                    (running_var, lambda: x.var(2, unbiased=True))):
+                if running is None:
+                    continue
+                update = batch().mean(0) * momentum + running.double() * (
+                    1 - momentum)
+                running.copy_(update)
+    return y
+
+
+def _instance_norm_running(who, x, running_mean, running_var, weight, bias,
+                           eps):
+    """use_input_stats=False: (x - running_mean) / sqrt(running_var + eps)
+    * weight + bias per channel. A STOPGAP in torch ops (float32), until
+    the library has a per-channel (BatchNorm) inference kernel; no copy
+    of the statistics is kept."""
+    if running_mean is None or running_var is None:
+        raise ValueError(f"{who}: use_input_stats=False needs running_mean "
+                         "and running_var")
+    if _is_grad_enabled():
+        for name, t in (("input", x), ("weight", weight), ("bias", bias)):
+            if getattr(t, "requires_grad", False):
+                raise _no_grad_error(who, name, _NO_GROUP_BACKWARD)
+    view = (1, -1) + (1,) * (x.dim() - 2)
+    scale = torch.rsqrt(running_var.float() + eps)
+    if weight is not None:
+        scale = scale * weight.float()
+    shift = -running_mean.float() * scale
+    if bias is not None:
+        shift = shift + bias.float()
+    y = x.float() * scale.view(view) + shift.view(view)
+    return y.to(x.dtype)
 
 
 # Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/
@@ -490,6 +673,43 @@ class RMSNorm(torch.nn.Module):
         return text + (", fast_rounding=True" if self.fast_rounding else "")
 
 
+class GroupNorm(torch.nn.GroupNorm):
+    """torch.nn.GroupNorm (same constructor, parameters and state_dict)
+    computed by simdnorm (group_norm); no backward pass yet."""
+
+    def forward(self, input):
+        return _group_norm("simdnorm.torch.GroupNorm", input,
+                           self.num_groups, self.weight, self.bias, self.eps)
+
+
+class _InstanceNormMixin:
+    """torch's _InstanceNorm with F.instance_norm replaced by simdnorm's:
+    the same checks, no-batch inputs, running statistics and state_dict."""
+
+    def _apply_instance_norm(self, input):
+        return instance_norm(
+            input, self.running_mean, self.running_var, self.weight,
+            self.bias, self.training or not self.track_running_stats,
+            self.momentum, self.eps)
+
+
+class InstanceNorm1d(_InstanceNormMixin, torch.nn.InstanceNorm1d):
+    """torch.nn.InstanceNorm1d computed by simdnorm (instance_norm)."""
+
+
+class InstanceNorm2d(_InstanceNormMixin, torch.nn.InstanceNorm2d):
+    """torch.nn.InstanceNorm2d computed by simdnorm (instance_norm)."""
+
+
+class InstanceNorm3d(_InstanceNormMixin, torch.nn.InstanceNorm3d):
+    """torch.nn.InstanceNorm3d computed by simdnorm (instance_norm)."""
+
+
+_INSTANCE_NORMS = {torch.nn.InstanceNorm1d: InstanceNorm1d,
+                   torch.nn.InstanceNorm2d: InstanceNorm2d,
+                   torch.nn.InstanceNorm3d: InstanceNorm3d}
+
+
 # Hugging Face RMSNorm classes that scale by (1 + weight) (Gemma's, and the
 # models that copied it): a name check, as their attributes are Llama's.
 _OFFSET_PREFIXES = ("Gemma", "Qwen3Next")
@@ -498,10 +718,25 @@ _OFFSET_PREFIXES = ("Gemma", "Qwen3Next")
 def _replacement(module, fast_rounding):
     """simdnorm's module for a torch or Hugging Face norm module (sharing
     its parameters), or None for any other module."""
-    if isinstance(module, (LayerNorm, RMSNorm)):
+    if isinstance(module,
+                  (LayerNorm, RMSNorm, GroupNorm, _InstanceNormMixin)):
         return None
     cls = type(module)
-    if isinstance(module, torch.nn.LayerNorm):
+    if cls is torch.nn.GroupNorm:
+        new = GroupNorm(module.num_groups, module.num_channels, module.eps,
+                        module.affine, device="meta")
+        new.weight = module.weight
+        new.bias = module.bias
+    elif cls in _INSTANCE_NORMS:
+        new = _INSTANCE_NORMS[cls](module.num_features, module.eps,
+                                   module.momentum, module.affine,
+                                   module.track_running_stats, device="meta")
+        new.weight = module.weight
+        new.bias = module.bias
+        # Buffers shared as the parameters are (None when not tracked).
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            setattr(new, name, getattr(module, name))
+    elif isinstance(module, torch.nn.LayerNorm):
         if cls.forward is not torch.nn.LayerNorm.forward:
             return None  # a subclass with its own forward
         new = LayerNorm(module.normalized_shape, module.eps,
@@ -528,10 +763,11 @@ def _replacement(module, fast_rounding):
 
 
 def patch(model, *, fast_rounding=False):
-    """Swaps, in place, every torch.nn.LayerNorm and every Hugging
-    Face-style RMSNorm (a class named *RMSNorm with a 1-d `weight` and
-    `variance_epsilon` or `eps`) inside `model` for simdnorm's LayerNorm or
-    RMSNorm, sharing their parameters (so their weights are kept).
+    """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm,
+    torch.nn.InstanceNorm1d/2d/3d and every Hugging Face-style RMSNorm (a
+    class named *RMSNorm with a 1-d `weight` and `variance_epsilon` or
+    `eps`) inside `model` for simdnorm's module of
+    the same name, sharing their parameters (so their weights are kept).
     Gemma's classes (and Qwen3Next's), which scale by (1 + weight), become
     RMSNorm(weight_offset=1). Returns how many modules were swapped. Hooks
     registered on the old modules are not carried over; `model` itself is

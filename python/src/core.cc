@@ -300,6 +300,9 @@ PYBIND11_MODULE(_core, m) {
   m.attr("LAYERNORM") = int{SIMDNORM_LAYERNORM};
   m.attr("RMSNORM") = int{SIMDNORM_RMSNORM};
   m.attr("L2NORM") = int{SIMDNORM_L2NORM};
+  m.attr("GROUPNORM") = int{SIMDNORM_GROUPNORM};
+  m.attr("NCHW") = int{SIMDNORM_NCHW};
+  m.attr("NHWC") = int{SIMDNORM_NHWC};
   m.attr("ROUND_NORMALIZED") = int{SIMDNORM_ROUND_NORMALIZED};
   m.attr("Y_STREAM") = int{SIMDNORM_Y_STREAM};
   m.attr("Y_CACHED") = int{SIMDNORM_Y_CACHED};
@@ -415,6 +418,36 @@ PYBIND11_MODULE(_core, m) {
       "param << 12); returns the status.");
 
   m.def(
+      "group_norm",
+      [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
+         uintptr_t y, unsigned types, uintptr_t gamma, uintptr_t beta,
+         float eps, unsigned flags, size_t max_threads) {
+        // In the field order of simdnorm_group_desc (which only grows at
+        // its end).
+        const simdnorm_group_desc d{
+            n,
+            c,
+            hw,
+            groups,
+            static_cast<simdnorm_layout>(layout),
+            Ptr<const void>(x),
+            static_cast<simdnorm_dtype>(types & 0xFu),
+            Ptr<void>(y),
+            static_cast<simdnorm_dtype>((types >> 4) & 0xFu),
+            Ptr<const void>(gamma),
+            Ptr<const void>(beta),
+            static_cast<simdnorm_dtype>((types >> 8) & 0xFu),
+            eps,
+            max_threads,
+            flags};
+        py::gil_scoped_release unlocked;
+        return static_cast<int>(simdnorm_group_norm(&d));
+      },
+      "simdnorm_group_norm on one descriptor (n, c, hw, groups, layout, x, "
+      "y, types = x | y << 4 | param << 8, gamma, beta, eps, flags, "
+      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+
+  m.def(
       "status_string",
       [](int s) {
         return std::string(
@@ -451,8 +484,6 @@ PYBIND11_MODULE(_core, m) {
         py::list ops;
         for (size_t i = 0; i < simdnorm_op_count(); ++i) {
           const simdnorm_op_info* op = simdnorm_op_at(i);
-          // The binding serves row descriptors only (not GroupNorm yet).
-          if (op->descriptor != SIMDNORM_ROW_DESC) continue;
           py::dict entry;
           entry["kind"] = static_cast<int>(op->kind);
           entry["name"] = op->name;
@@ -466,9 +497,13 @@ PYBIND11_MODULE(_core, m) {
           entry["flags"] = op->flags;
           entry["f32_bound"] = op->f32_bound;
           entry["has_backward"] = op->has_backward != 0;
+          // Row kinds take simdnorm_desc; GroupNorm its own (group_norm).
+          entry["descriptor"] =
+              op->descriptor == SIMDNORM_ROW_DESC ? "row" : "group";
           ops.append(entry);
         }
         return ops;
       },
-      "The registry's row operations (simdnorm_op_at) as dicts.");
+      "The registry's operations (simdnorm_op_at) as dicts; `descriptor` "
+      "is \"row\" (normalize) or \"group\" (group_norm).");
 }

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import simdnorm
-from bounds import assert_correctly_rounded, assert_f32_bound
+from bounds import assert_correctly_rounded, assert_f32_bound, ulp
 
 RNG = np.random.default_rng(17)
 COLS = [1, 7, 64, 896, 1000]
@@ -66,7 +66,9 @@ def test_rms_norm_and_l2_norm_against_float64_numpy():
     assert_f32_bound(y, xhat * weight, xhat, weight, kind="l2norm")
 
 
-@pytest.mark.parametrize("op", simdnorm.ops(), ids=lambda op: op.name)
+@pytest.mark.parametrize("op", [o for o in simdnorm.ops()
+                                if o.descriptor == "row"],
+                         ids=lambda op: op.name)
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_every_registered_op(op, dtype):
     # Every kind of the registry, by name: a new kind is tested here with
@@ -239,3 +241,61 @@ def test_overlap_raises_and_writes_nothing():
     out = big[:, ::-1, :].transpose(1, 0, 2)[::-1]  # overlaps x
     _bad(lambda: simdnorm.layer_norm(x[:2], out=out[1:]), ValueError,
          "SIMDNORM_OVERLAP", big)
+
+
+# GroupNorm (simdnorm.group_norm): the float64 reference, both layouts.
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 7), 3), ((3, 4, 1), 2),
+                                          ((1, 4, 2, 3, 5), 4), ((2, 8), 1)])
+def test_group_norm(shape, groups, dtype):
+    x = _data(shape, dtype, offset=2.0)
+    weight, bias = _params(shape[1], dtype)
+    per_channel = (-1,) + (1,) * (len(shape) - 2)
+    w = weight.astype(np.float64).reshape(per_channel)
+    b = bias.astype(np.float64).reshape(per_channel)
+    bound = simdnorm.op("groupnorm").f32_bound
+    for channels_last in (False, True):
+        xs = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if channels_last \
+            else x
+        y = simdnorm.group_norm(xs, groups, weight, bias, 1e-5,
+                                channels_last=channels_last)
+        assert y.dtype == x.dtype and y.shape == xs.shape
+        exact, xhat = simdnorm.reference.group_norm(
+            xs, groups, weight, bias, 1e-5, channels_last=channels_last,
+            return_xhat=True)
+        if channels_last:  # compare channels first
+            y, exact, xhat = (np.moveaxis(a, -1, 1) for a in (y, exact, xhat))
+        # The reference against plain NumPy in float64.
+        x64 = x.astype(np.float64).reshape(shape[0], groups, -1)
+        mean = x64.mean(-1, keepdims=True)
+        var = ((x64 - mean)**2).mean(-1, keepdims=True)
+        numpy_xhat = ((x64 - mean) / np.sqrt(var + np.float64(np.float32(
+            1e-5)))).reshape(shape)
+        np.testing.assert_allclose(xhat, numpy_xhat, rtol=1e-12, atol=1e-12)
+        limit = bound * 2.0**-23 * (np.abs(w) * np.maximum(1, np.abs(xhat)) +
+                                    np.abs(b))
+        if dtype == np.float16:
+            limit = limit + 0.5 * ulp(exact, "float16")
+        assert (np.abs(y.astype(np.float64) - exact) <= limit).all()
+
+
+def test_group_norm_in_place_and_bad_inputs():
+    x = _data((2, 6, 4, 4))
+    expected = simdnorm.group_norm(x, 3)
+    inplace = x.copy()
+    assert simdnorm.group_norm(inplace, 3, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected)
+    out = np.full(x.shape, 7, np.float32)
+    _bad(lambda: simdnorm.group_norm(x, 4, out=out), ValueError,
+         "num_groups 4 does not divide the 6 channels", out)
+    _bad(lambda: simdnorm.group_norm(x, 3, np.ones(5, np.float32), out=out),
+         ValueError, "weight has shape", out)
+    _bad(lambda: simdnorm.group_norm(x.astype(np.int32), 3, out=out),
+         TypeError, "int32", out)
+    _bad(lambda: simdnorm.group_norm(x, 3, eps=-1.0, out=out), ValueError,
+         "SIMDNORM_INVALID_ARGUMENT", out)
+    _bad(lambda: simdnorm.group_norm(x, 0, out=out), ValueError,
+         "positive int", out)
+    _bad(lambda: simdnorm.group_norm(x[..., :2], 3, out=out[..., :2]),
+         ValueError, "not C-contiguous", out)

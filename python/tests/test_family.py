@@ -1,0 +1,271 @@
+"""GroupNorm, InstanceNorm and L2 over any dim in simdnorm.torch (and
+simdnorm.group_norm for NumPy) against torch's own functions computed in
+float64: float32 results within the registry's bound (scaled fp32 ulps),
+16-bit ones within half an ulp more (group_norm's 16-bit results are the
+float32 result rounded once, SIMDNORM_FAST_ROUNDING)."""
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
+
+import simdnorm  # noqa: E402
+import simdnorm.torch as st  # noqa: E402
+from bounds import ulp  # noqa: E402
+
+@pytest.fixture(autouse=True)
+def _own_random_state():
+    """Leaves torch's global random state as it was: the other test files
+    draw their data from it (pytest may run them in this process)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(18)
+        yield
+
+
+NAMES = {torch.float32: "float32", torch.bfloat16: "bfloat16",
+         torch.float16: "float16"}
+DTYPES = list(NAMES)
+
+
+def _limit(exact, xhat, weight, bias, dtype, kind):
+    """The f32 bound (plus half a 16-bit ulp) per element; weight and bias
+    float64 arrays broadcasting against exact."""
+    bound = simdnorm.op(kind).f32_bound
+    g = 1.0 if weight is None else np.abs(weight)
+    b = 0.0 if bias is None else np.abs(bias)
+    limit = bound * 2.0**-23 * (g * np.maximum(1.0, np.abs(xhat)) + b)
+    if dtype != torch.float32:
+        limit = limit + 0.5 * ulp(exact, NAMES[dtype])
+    return limit * (1 + 2.0**-30)
+
+
+def _assert_within(y, exact, xhat, weight=None, bias=None, kind="groupnorm"):
+    values = y.detach().double().numpy()
+    exact = exact.detach().numpy()
+    limit = _limit(exact, xhat.detach().numpy(), weight, bias, y.dtype, kind)
+    err = np.abs(values - exact)
+    bad = ~(err <= limit)
+    assert not bad.any(), (f"{bad.sum()} of {bad.size} out of the bound; "
+                           f"worst {(err / limit)[bad].max():.2f}x")
+
+
+def _channel(p, dim):
+    """A per-channel parameter as float64, shaped to broadcast over an
+    (N, C, *spatial) tensor of `dim` dimensions."""
+    if p is None:
+        return None
+    return p.double().numpy().reshape((-1,) + (1,) * (dim - 2))
+
+
+def _params(c, dtype, g):
+    w = (torch.rand(c, generator=g) + 0.5).to(dtype)
+    b = (torch.rand(c, generator=g) - 0.5).to(dtype)
+    return w, b
+
+
+def _group_xhat(xd, groups, eps):
+    """F.group_norm's xhat in float64 by two passes (ATen's float64
+    group_norm takes E[x^2] - E[x]^2, which loses digits when the mean is
+    large against the deviation: the hard data below)."""
+    g = xd.reshape(xd.shape[0], groups, -1)
+    d = g - g.mean(-1, keepdim=True)
+    var = (d * d).mean(-1, keepdim=True)
+    return (d / torch.sqrt(var + eps)).reshape(xd.shape)
+
+
+def _check_group(x, groups, w, b, eps=1e-5):
+    y = st.group_norm(x, groups, w, b, eps)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    xd = x.double()
+    xhat = _group_xhat(xd, groups, eps)
+    view = (-1,) + (1,) * (x.dim() - 2)
+    exact = xhat * (1 if w is None else w.double().view(view)) + (
+        0 if b is None else b.double().view(view))
+    if x.dim() > 2 and abs(x.double().mean().item()) < 100:
+        torch.testing.assert_close(  # ATen agrees on easy data
+            exact, F.group_norm(xd, groups, None if w is None else w.double(),
+                                None if b is None else b.double(), eps))
+    _assert_within(y, exact, xhat, _channel(w, x.dim()), _channel(b, x.dim()))
+    return y
+
+
+SHAPES = [((2, 6, 5, 7), 3), ((3, 4, 1), 2), ((2, 4, 9), 4),
+          ((1, 4, 2, 3, 5), 2), ((1, 64, 16, 16), 32), ((2, 8), 8)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+@pytest.mark.parametrize("shape,groups", SHAPES, ids=str)
+def test_group_norm_against_float64(shape, groups, dtype):
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
+    w, b = _params(shape[1], dtype, g)
+    _check_group(x, groups, w, b)
+    _check_group(x, groups, None, None)
+    _check_group(x, groups, w.float(), b.float())  # float32 weights
+    if len(shape) in (4, 5):
+        fmt = torch.channels_last if len(shape) == 4 else \
+            torch.channels_last_3d
+        xl = x.to(memory_format=fmt)
+        before = xl.clone()
+        y = _check_group(xl, groups, w, b)
+        assert y.is_contiguous(memory_format=fmt)
+        assert y.stride() == xl.stride()
+        assert torch.equal(xl, before)  # input untouched
+
+
+def test_group_norm_hard_data():
+    # mean 1e4, sd 1e-2: torch's float32 loses digits here; we compare
+    # with float64 and hold ours to the bound.
+    g = torch.Generator().manual_seed(2)
+    x = 1e4 + 1e-2 * torch.randn(2, 8, 6, 6, generator=g, dtype=torch.float64)
+    x = x.float()
+    w, b = _params(8, torch.float32, g)
+    for t in (x, x.to(memory_format=torch.channels_last)):
+        _check_group(t, 4, w, b)
+
+
+def test_group_norm_other_layouts_are_copied_correctly():
+    g = torch.Generator().manual_seed(3)
+    base = torch.randn(2, 6, 8, 10, generator=g)
+    w, b = _params(6, torch.float32, g)
+    for x in (base[:, :, :, ::2], base.transpose(2, 3), base[:, ::2]):
+        groups = 3 if x.shape[1] == 6 else 1
+        _check_group(x, groups, w if groups == 3 else None,
+                     b if groups == 3 else None)
+
+
+def test_group_norm_bad_inputs_raise():
+    x = torch.randn(2, 6, 4)
+    with pytest.raises(ValueError, match="does not divide"):
+        st.group_norm(x, 4)
+    with pytest.raises(ValueError, match="weight has shape"):
+        st.group_norm(x, 3, torch.ones(5))
+    with pytest.raises(TypeError, match="int64"):
+        st.group_norm(torch.ones(2, 6, 4, dtype=torch.int64), 3)
+    with pytest.raises(ValueError, match="eps|INVALID"):
+        st.group_norm(x, 3, eps=-1.0)
+    with pytest.raises(ValueError):
+        st.group_norm(torch.randn(6), 3)
+
+
+def test_group_norm_autograd_policy():
+    x = torch.randn(2, 4, 3)
+    w = torch.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="no GroupNorm backward pass"):
+        st.group_norm(x, 2, w)
+    with pytest.raises(RuntimeError, match="input requires grad"):
+        st.group_norm(x.clone().requires_grad_(), 2)
+    with pytest.raises(RuntimeError, match="no GroupNorm backward pass"):
+        st.instance_norm(x, weight=w)
+    with torch.no_grad():
+        y = st.group_norm(x, 2, w)
+    with torch.inference_mode():
+        torch.testing.assert_close(st.group_norm(x, 2, w), y, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+def test_instance_norm_and_running_stats_match_torch(dtype):
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(3, 5, 4, 6, generator=g) * 2 + 3).to(dtype)
+    w, b = _params(5, dtype, g)
+    rm, rv = torch.rand(5, generator=g), torch.rand(5, generator=g) + 0.5
+    ours_m, ours_v, their_m, their_v = rm.clone(), rv.clone(), rm.clone(), \
+        rv.clone()
+    y = st.instance_norm(x, ours_m, ours_v, w, b, True, 0.3, 1e-5)
+    F.instance_norm(x.float(), their_m, their_v, w.float(), b.float(), True,
+                    0.3, 1e-5)
+    torch.testing.assert_close(ours_m, their_m, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours_v, their_v, rtol=1e-5, atol=1e-6)
+    xd = x.double()
+    exact = F.instance_norm(xd, None, None, w.double(), b.double(), eps=1e-5)
+    xhat = F.instance_norm(xd, eps=1e-5)
+    _assert_within(y, exact, xhat, _channel(w, 4), _channel(b, 4))
+    # The running statistics instead of the input's (torch ops, stopgap).
+    y = st.instance_norm(x, rm, rv, w, b, use_input_stats=False)
+    expected = F.instance_norm(xd, rm.double(), rv.double(), w.double(),
+                               b.double(), use_input_stats=False)
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    torch.testing.assert_close(y.double(), expected, rtol=tol, atol=tol)
+    with pytest.raises(ValueError, match="more than 1 spatial element"):
+        st.instance_norm(torch.randn(2, 3, 1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+@pytest.mark.parametrize("shape,dim", [((4, 6, 9), 1), ((4, 6, 9), 0),
+                                       ((4, 6, 9), -1), ((5, 7), 1),
+                                       ((2, 3, 4, 5), -3)], ids=str)
+def test_normalize_any_dim(shape, dim, dtype):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(shape, generator=g).to(dtype)
+    y = st.normalize(x, dim=dim)
+    assert y.dtype == dtype and y.shape == x.shape and y.is_contiguous()
+    exact = F.normalize(x.double(), dim=dim)
+    _assert_within(y, exact, exact, kind="l2norm")
+    out = torch.full_like(x, 7)
+    assert st.normalize(x, 2, dim, out=out) is out and torch.equal(out, y)
+
+
+def test_normalize_bad_p_and_autograd():
+    x = torch.randn(3, 4)
+    out = torch.full_like(x, 7)
+    with pytest.raises(ValueError, match=r"p=2 only \(p=1\)"):
+        st.normalize(x, p=1, out=out)
+    assert (out == 7).all()  # nothing written
+    with pytest.raises(IndexError):
+        st.normalize(x, dim=2)
+    # L2 has a backward pass: any dim works under autograd.
+    leaf = x.clone().requires_grad_()
+    st.normalize(leaf, dim=0).sum().backward()
+    ref = x.double().requires_grad_()
+    F.normalize(ref, dim=0).sum().backward()
+    torch.testing.assert_close(leaf.grad.double(), ref.grad, rtol=0,
+                               atol=1e-5)
+
+
+def test_modules_and_patch():
+    g = torch.Generator().manual_seed(6)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.GroupNorm(4, 8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3), torch.nn.InstanceNorm2d(8, affine=True),
+        torch.nn.InstanceNorm2d(8, affine=True, track_running_stats=True))
+    for m in model.modules():
+        if isinstance(m, (torch.nn.GroupNorm, torch.nn.InstanceNorm2d)):
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5, generator=g)
+                m.bias.uniform_(-0.5, 0.5, generator=g)
+    x = torch.randn(2, 3, 12, 12, generator=g)
+    ours = copy.deepcopy(model)
+    keys = ours.state_dict().keys()
+    assert st.patch(ours) == 3
+    assert isinstance(ours[1], st.GroupNorm)
+    assert isinstance(ours[4], st.InstanceNorm2d)
+    assert ours.state_dict().keys() == keys
+    with torch.no_grad():
+        for mode in ("train", "eval"):
+            getattr(model, mode)()
+            getattr(ours, mode)()
+            torch.testing.assert_close(ours(x), model(x), rtol=1e-4,
+                                       atol=1e-4)
+        torch.testing.assert_close(ours[5].running_mean,
+                                   model[5].running_mean)
+        xl = x.to(memory_format=torch.channels_last)
+        torch.testing.assert_close(ours(xl), model(xl), rtol=1e-4, atol=1e-4)
+    m = st.InstanceNorm1d(4)
+    torch.testing.assert_close(m(torch.ones(4, 5) + torch.arange(5.0)),
+                               torch.nn.InstanceNorm1d(4)(
+                                   torch.ones(4, 5) + torch.arange(5.0)))
+    gn = st.GroupNorm(2, 4)
+    assert gn.state_dict().keys() == torch.nn.GroupNorm(2, 4).state_dict(
+    ).keys()
+
+
+def test_registry_lists_groupnorm():
+    entry = simdnorm.op("groupnorm")
+    assert entry.descriptor == "group"
+    assert entry.torch == "torch.nn.functional.group_norm"
+    assert {op.descriptor for op in simdnorm.ops()} == {"row", "group"}
+    with pytest.raises(ValueError, match="not a row operation"):
+        simdnorm.normalize(np.ones((2, 4), np.float32), "groupnorm")
