@@ -138,16 +138,24 @@ def test_rms_norm_is_hugging_faces(dtype):
         torch.testing.assert_close(y.float(), hf.float(), rtol=2**-7, atol=0)
 
 
-def test_fast_rounding_is_within_one_ulp():
+def test_fast_rounding_is_within_its_bound():
     x = torch.randn(32, 896, dtype=torch.bfloat16)
     w, b = _params(896, torch.bfloat16)
     for f, kind, args, options in (
             (st.layer_norm, "layernorm", (w, b), {}),
             (st.rms_norm, "rmsnorm", (w,), {"round_normalized": True})):
         fast = f(x, (896,), *args, eps=1e-5, fast_rounding=True)
-        exact, _ = _exact(kind, x, *args, eps=1e-5, **options)
+        exact, xhat = _exact(kind, x, *args, eps=1e-5, **options)
+        # The fp32 result (within the f32 bound, scaled by the row's terms)
+        # rounded once: within an ulp where the terms do not cancel, but a
+        # y near 0 after cancellation can be many of its own ulps off.
+        g, bias = _f32(args[0]).astype(np.float64), 0.0
+        if len(args) > 1:
+            bias = np.abs(_f32(args[1]).astype(np.float64))
+        f32_err = simdnorm.op(kind).f32_bound * 2.0**-23 * (
+            np.abs(g) * np.maximum(1.0, np.abs(xhat)) + bias)
         err = np.abs(_f32(fast).astype(np.float64) - exact)
-        assert (err <= ulp(exact, "bfloat16") * 1.01).all()
+        assert (err <= ulp(exact, "bfloat16") + f32_err).all()
         same = (fast == f(x, (896,), *args, eps=1e-5)).double().mean()
         assert same.item() > 0.99
 
