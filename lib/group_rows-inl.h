@@ -1,6 +1,7 @@
 // Per-target GroupNorm kernels (simdnorm_group_norm), written once with
 // Highway. The statistics of a group are LayerNorm's (norm_rows-inl.h):
-// one pass over d = x - k, k the group's first element, with fp32 partial
+// one pass over d = x - k, k the group's first element (NHWC: the mean of
+// its channels at the first position), with fp32 partial
 // sums of at most 32 terms per lane added in double, trusted while the
 // sum of squares is in a safe range and E[d]^2 <= 4 var; otherwise the
 // general path: a power of two s bringing max|x| to [1, 2), then the
@@ -98,7 +99,8 @@ HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
 }
 
 // NHWC scratch for one sample: per-channel arrays of cp floats (c rounded
-// up to whole vectors) and doubles.
+// up to whole vectors, and one more: a vector from any channel fits) and
+// doubles.
 struct ChannelScratch {
   size_t cp;
   std::unique_ptr<float[]> floats;
@@ -107,7 +109,7 @@ struct ChannelScratch {
   double *sum, *sq;
 
   ChannelScratch(size_t c, size_t lanes)
-      : cp((c + lanes - 1) / lanes * lanes),
+      : cp((c + lanes - 1) / lanes * lanes + lanes),
         floats(new float[8 * cp]()),
         doubles(new double[2 * cp]()) {
     float* f = floats.get();
@@ -120,39 +122,69 @@ struct ChannelScratch {
   }
 };
 
-// For each channel, over the hw positions of a sample: the sums of v = x *
+// For channels [j0, j1), over the hw positions of a sample: the sums of v = x *
 // s[ch] - k[ch] (one rounding) and of v^2, in fp32 over blocks of 32
 // positions added in double; with kMax also max|x|. Lanes past c are
-// summed too (zeros in, ignored out).
+// summed too (zeros in, ignored out). Within a block of positions the
+// accumulators of four channel vectors stay in registers (their chains are
+// independent, which hides the add latency); each channel's terms are
+// still added in position order.
 template <bool kMax, class DF, typename TX>
 HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
-                              ChannelScratch& t) {
+                              size_t j0, size_t j1, ChannelScratch& t) {
   const size_t N = hn::Lanes(df);
-  for (size_t j = 0; j < t.cp; ++j) t.sum[j] = t.sq[j] = 0.0;
-  if constexpr (kMax) std::fill(t.max, t.max + t.cp, 0.0f);
+  for (size_t j = j0; j < j1; ++j) t.sum[j] = t.sq[j] = 0.0;
+  if constexpr (kMax) std::fill(t.max + j0, t.max + j1, 0.0f);
   for (size_t p0 = 0; p0 < hw; p0 += 32) {
     const size_t p1 = hw - p0 > 32 ? p0 + 32 : hw;
-    std::fill(t.acc_sum, t.acc_sum + t.cp, 0.0f);
-    std::fill(t.acc_sq, t.acc_sq + t.cp, 0.0f);
-    for (size_t p = p0; p < p1; ++p) {
-      const TX* row = x + p * c;
-      for (size_t j = 0; j < c; j += N) {
-        const auto xv =
-            j + N <= c ? LoadF(df, row + j) : LoadTailF(df, row + j, c - j);
-        const auto v =
-            hn::MulSub(xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j));
-        hn::StoreU(hn::Add(hn::LoadU(df, t.acc_sum + j), v), df, t.acc_sum + j);
-        hn::StoreU(hn::MulAdd(v, v, hn::LoadU(df, t.acc_sq + j)), df,
-                   t.acc_sq + j);
-        if constexpr (kMax) {
-          hn::StoreU(hn::Max(hn::LoadU(df, t.max + j), hn::Abs(xv)), df,
-                     t.max + j);
+    size_t j = j0;
+    // Two vectors per pass over the block's positions (more would spill on
+    // AVX2), the last ones possibly partial. Vectors live in locals, not
+    // structs (SVE's are sizeless).
+    for (; j < j1; j += 2 * N) {
+      const size_t count0 = j1 - j < N ? j1 - j : N;
+      const size_t count1 = j1 - j > N ? HWY_MIN(N, j1 - j - N) : 0;
+      const bool two = count1 != 0;
+      const auto s0 = hn::LoadU(df, t.s + j), k0 = hn::LoadU(df, t.k + j);
+      const auto s1 = two ? hn::LoadU(df, t.s + j + N) : s0;
+      const auto k1 = two ? hn::LoadU(df, t.k + j + N) : k0;
+      auto sum0 = hn::Zero(df), sq0 = sum0, sum1 = sum0, sq1 = sum0;
+      auto max0 = kMax ? hn::LoadU(df, t.max + j) : sum0;
+      auto max1 = kMax && two ? hn::LoadU(df, t.max + j + N) : sum0;
+      for (size_t p = p0; p < p1; ++p) {
+        const TX* q = x + p * c + j;
+        // The same channels one block of positions ahead: the loads walk
+        // columns, which the hardware prefetchers do not follow.
+        if (p + 32 < hw) {
+          hwy::Prefetch(q + 32 * c);
+          if (two) hwy::Prefetch(q + 32 * c + N);
+        }
+        const auto x0 = count0 == N ? LoadF(df, q) : LoadTailF(df, q, count0);
+        const auto v0 = hn::MulSub(x0, s0, k0);
+        sum0 = hn::Add(sum0, v0);
+        sq0 = hn::MulAdd(v0, v0, sq0);
+        if constexpr (kMax) max0 = hn::Max(max0, hn::Abs(x0));
+        if (two) {
+          const auto x1 =
+              count1 == N ? LoadF(df, q + N) : LoadTailF(df, q + N, count1);
+          const auto v1 = hn::MulSub(x1, s1, k1);
+          sum1 = hn::Add(sum1, v1);
+          sq1 = hn::MulAdd(v1, v1, sq1);
+          if constexpr (kMax) max1 = hn::Max(max1, hn::Abs(x1));
         }
       }
+      hn::StoreU(sum0, df, t.acc_sum + j);
+      hn::StoreU(sq0, df, t.acc_sq + j);
+      if constexpr (kMax) hn::StoreU(max0, df, t.max + j);
+      if (two) {
+        hn::StoreU(sum1, df, t.acc_sum + j + N);
+        hn::StoreU(sq1, df, t.acc_sq + j + N);
+        if constexpr (kMax) hn::StoreU(max1, df, t.max + j + N);
+      }
     }
-    for (size_t j = 0; j < c; ++j) {
-      t.sum[j] += t.acc_sum[j];
-      t.sq[j] += t.acc_sq[j];
+    for (size_t jj = j0; jj < j1; ++jj) {
+      t.sum[jj] += t.acc_sum[jj];
+      t.sq[jj] += t.acc_sq[jj];
     }
   }
 }
@@ -175,12 +207,21 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
   const size_t c = a.c, cg = a.cg;
   const double inv_n = 1.0 / static_cast<double>(cg * a.hw);
   const double eps = static_cast<double>(a.eps);
-  for (size_t j = 0; j < c; ++j) {
-    t.s[j] = 1.0f;
-    t.k[j] = ToFloat(x[j / cg * cg]);  // the group's first element
+  // The shift of a group: the mean of its channels at the first position.
+  // The first element alone is often over 2 sd from the group's mean (its
+  // channels' means differ), which sends the group down the general path:
+  // two more passes over the sample's columns.
+  for (size_t g = 0; g < a.groups; ++g) {
+    double first = 0.0;
+    for (size_t j = g * cg; j < (g + 1) * cg; ++j) first += ToFloat(x[j]);
+    const float kg = static_cast<float>(first / static_cast<double>(cg));
+    for (size_t j = g * cg; j < (g + 1) * cg; ++j) {
+      t.s[j] = 1.0f;
+      t.k[j] = kg;
+    }
   }
-  ChannelSums<true>(df, x, c, a.hw, t);
-  bool general = false;
+  ChannelSums<true>(df, x, c, a.hw, 0, c, t);
+  size_t general = 0;  // groups that take the general path
   for (size_t g = 0; g < a.groups; ++g) {
     double sum, sq;
     GroupSums(t, g * cg, cg, &sum, &sq);
@@ -193,33 +234,38 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
         max_abs = std::fmax(max_abs, t.max[j]);
       }
       k[g] = RowScale{ScaleFor(max_abs), kg, 0.0f, 0.0f, -1.0};
-      general = true;
+      ++general;
       continue;
     }
     const double mul = 1.0 / std::sqrt(var + eps);
     k[g] = RowScale{1.0f, kg, static_cast<float>(mul),
                     static_cast<float>(-mean_d * mul), var / inv_n};
   }
-  if (!general) return;
+  if (general == 0) return;
   // The general groups (second < 0 marks them): first the sums of x * s -
-  // k * s, giving m0; then of x * s - m0 and their squares.
+  // k * s, giving m0; then of x * s - m0 and their squares. Over the whole
+  // sample when most groups need it, else over each such group's channels
+  // (a group's sums are the same either way).
+  const bool whole = 2 * general > a.groups;
   for (size_t j = 0; j < c; ++j) {
     const RowScale& kg = k[j / cg];
     t.s[j] = kg.second < 0 ? kg.s : 1.0f;
     t.k[j] = kg.second < 0 ? kg.m * kg.s : 0.0f;
   }
-  ChannelSums<false>(df, x, c, a.hw, t);
+  if (whole) ChannelSums<false>(df, x, c, a.hw, 0, c, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
+    if (!whole) ChannelSums<false>(df, x, c, a.hw, g * cg, (g + 1) * cg, t);
     double sum, sq;
     GroupSums(t, g * cg, cg, &sum, &sq);
     k[g].m =
         static_cast<float>(static_cast<double>(k[g].m) * k[g].s + sum * inv_n);
     for (size_t j = g * cg; j < (g + 1) * cg; ++j) t.k[j] = k[g].m;
   }
-  ChannelSums<false>(df, x, c, a.hw, t);
+  if (whole) ChannelSums<false>(df, x, c, a.hw, 0, c, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
+    if (!whole) ChannelSums<false>(df, x, c, a.hw, g * cg, (g + 1) * cg, t);
     double sum, sq;
     GroupSums(t, g * cg, cg, &sum, &sq);
     const double cm = sum * inv_n, sd = static_cast<double>(k[g].s);
@@ -257,21 +303,31 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
       t.add[j] = kg.add;
       t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
     }
-    for (size_t p = 0; p < a.hw; ++p) {
-      const TX* xr = x + p * c;
-      TY* yr = y + p * c;
+    // Blocks of 32 positions, and in each the channel vectors with their
+    // constants in registers; each load prefetches the same channels one
+    // block ahead (the loads walk columns, which the hardware prefetchers
+    // do not follow).
+    for (size_t p0 = 0; p0 < a.hw; p0 += 32) {
+      const size_t p1 = a.hw - p0 > 32 ? p0 + 32 : a.hw;
       for (size_t j = 0; j < c; j += N) {
+        const size_t count = c - j < N ? c - j : N;
         const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
-        auto xv = j + N <= c ? LoadF(df, xr + j) : LoadTailF(df, xr + j, c - j);
-        auto v =
-            GroupResult(df, xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j),
-                        hn::LoadU(df, t.mul + j), hn::LoadU(df, t.add + j),
-                        hn::LoadU(df, g + j), hn::LoadU(df, b + j));
-        v = hn::IfThenElse(nan, qnan, v);
-        if (j + N <= c) {
-          StoreF(df, v, yr + j);
-        } else {
-          StoreTailF(df, v, yr + j, c - j);
+        const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.k + j);
+        const auto mul = hn::LoadU(df, t.mul + j);
+        const auto add = hn::LoadU(df, t.add + j);
+        const auto gv = hn::LoadU(df, g + j), bv = hn::LoadU(df, b + j);
+        for (size_t p = p0; p < p1; ++p) {
+          const TX* xr = x + p * c + j;
+          TY* yr = y + p * c + j;
+          if (p + 32 < a.hw) hwy::Prefetch(xr + 32 * c);
+          const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
+          const auto v = hn::IfThenElse(
+              nan, qnan, GroupResult(df, xv, s, m, mul, add, gv, bv));
+          if (count == N) {
+            StoreF(df, v, yr);
+          } else {
+            StoreTailF(df, v, yr, count);
+          }
         }
       }
     }
