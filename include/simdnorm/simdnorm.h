@@ -306,7 +306,8 @@ static inline simdnorm_status simdnorm_backward_reference(
  *
  * Types: x, y and the weights are each F32, BF16 or F16 (never I8).
  * Statistics are computed as LayerNorm's (docs/accuracy.md): shifted by the
- * group's first element, fp32 partial sums of at most 32 terms per lane
+ * group's first element (NHWC: the mean of its channels at the first
+ * position), fp32 partial sums of at most 32 terms per lane
  * added in double, power-of-two rescaling of groups whose sums of squares
  * would overflow or vanish; f32 y is within the registry's f32_bound
  * (scaled ulps, as for rows). 16-bit y are NOT yet correctly rounded as
