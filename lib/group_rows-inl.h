@@ -120,13 +120,14 @@ struct ChannelScratch {
   }
 };
 
-// For each channel, over the hw positions of a sample: the sums of v = x *
-// s[ch] - k[ch] (one rounding) and of v^2, in fp32 over blocks of 32
-// positions added in double; with kMax also max|x|. Lanes past c are
-// summed too (zeros in, ignored out).
+// For each of c channels, over hw positions `stride` elements apart (a
+// sample's; BatchNorm's: the batch's): the sums of v = x * s[ch] - k[ch]
+// (one rounding) and of v^2, in fp32 over blocks of 32 positions added in
+// double; with kMax also max|x|. Lanes past c are summed too (zeros in,
+// ignored out).
 template <bool kMax, class DF, typename TX>
-HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
-                              ChannelScratch& t) {
+HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t stride,
+                              size_t hw, ChannelScratch& t) {
   const size_t N = hn::Lanes(df);
   for (size_t j = 0; j < t.cp; ++j) t.sum[j] = t.sq[j] = 0.0;
   if constexpr (kMax) std::fill(t.max, t.max + t.cp, 0.0f);
@@ -135,7 +136,7 @@ HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
     std::fill(t.acc_sum, t.acc_sum + t.cp, 0.0f);
     std::fill(t.acc_sq, t.acc_sq + t.cp, 0.0f);
     for (size_t p = p0; p < p1; ++p) {
-      const TX* row = x + p * c;
+      const TX* row = x + p * stride;
       for (size_t j = 0; j < c; j += N) {
         const auto xv =
             j + N <= c ? LoadF(df, row + j) : LoadTailF(df, row + j, c - j);
@@ -168,10 +169,12 @@ inline void GroupSums(const ChannelScratch& t, size_t c0, size_t cg,
 }
 
 // The statistics of every group of one NHWC sample (see top), as
-// LayerNormScale and LayerNormScaleGeneral compute those of a row.
+// LayerNormScale and LayerNormScaleGeneral compute those of a row: a.c
+// channels of a.hw positions `stride` elements apart. With `mean`, each
+// group's mean in double too (not meaningful for a NaN group).
 template <class DF, typename TX>
-void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
-               ChannelScratch& t, RowScale* k) {
+void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
+               ChannelScratch& t, RowScale* k, double* mean = nullptr) {
   const size_t c = a.c, cg = a.cg;
   const double inv_n = 1.0 / static_cast<double>(cg * a.hw);
   const double eps = static_cast<double>(a.eps);
@@ -179,7 +182,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     t.s[j] = 1.0f;
     t.k[j] = ToFloat(x[j / cg * cg]);  // the group's first element
   }
-  ChannelSums<true>(df, x, c, a.hw, t);
+  ChannelSums<true>(df, x, c, stride, a.hw, t);
   bool general = false;
   for (size_t g = 0; g < a.groups; ++g) {
     double sum, sq;
@@ -199,6 +202,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     const double mul = 1.0 / std::sqrt(var + eps);
     k[g] = RowScale{1.0f, kg, static_cast<float>(mul),
                     static_cast<float>(-mean_d * mul), var / inv_n};
+    if (mean) mean[g] = static_cast<double>(kg) + mean_d;
   }
   if (!general) return;
   // The general groups (second < 0 marks them): first the sums of x * s -
@@ -208,7 +212,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     t.s[j] = kg.second < 0 ? kg.s : 1.0f;
     t.k[j] = kg.second < 0 ? kg.m * kg.s : 0.0f;
   }
-  ChannelSums<false>(df, x, c, a.hw, t);
+  ChannelSums<false>(df, x, c, stride, a.hw, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
     double sum, sq;
@@ -217,7 +221,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
         static_cast<float>(static_cast<double>(k[g].m) * k[g].s + sum * inv_n);
     for (size_t j = g * cg; j < (g + 1) * cg; ++j) t.k[j] = k[g].m;
   }
-  ChannelSums<false>(df, x, c, a.hw, t);
+  ChannelSums<false>(df, x, c, stride, a.hw, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
     double sum, sq;
@@ -228,6 +232,57 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     k[g].mul = MulToFloat(mul);
     k[g].add = static_cast<float>(-cm * mul);
     k[g].second = var / inv_n;
+    if (mean) mean[g] = (static_cast<double>(k[g].m) + cm) / sd;
+  }
+}
+
+// The default quiet NaN in every lane.
+template <class DF>
+HWY_INLINE hn::Vec<DF> QuietNaN(DF df) {
+  return hn::BitCast(
+      df, hn::Set(hn::RebindToUnsigned<DF>(), uint32_t{0x7FC00000u}));
+}
+
+// Channels-last results: `rows` rows of c channels, `stride` elements
+// apart, each channel with its own xhat = (x * s - k) * mul + add (t's
+// arrays) and weights g, b (cp floats each); channels whose t.nan is set
+// are the default quiet NaN. Only the c channels of a row are written.
+template <class DF, typename TX, typename TY>
+HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
+                            size_t rows, const ChannelScratch& t,
+                            const float* g, const float* b) {
+  const size_t N = hn::Lanes(df);
+  const auto qnan = QuietNaN(df);
+  for (size_t p = 0; p < rows; ++p) {
+    const TX* xr = x + p * stride;
+    TY* yr = y + p * stride;
+    for (size_t j = 0; j < c; j += N) {
+      const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
+      auto xv = j + N <= c ? LoadF(df, xr + j) : LoadTailF(df, xr + j, c - j);
+      auto v =
+          GroupResult(df, xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j),
+                      hn::LoadU(df, t.mul + j), hn::LoadU(df, t.add + j),
+                      hn::LoadU(df, g + j), hn::LoadU(df, b + j));
+      v = hn::IfThenElse(nan, qnan, v);
+      if (j + N <= c) {
+        StoreF(df, v, yr + j);
+      } else {
+        StoreTailF(df, v, yr + j, c - j);
+      }
+    }
+  }
+}
+
+// t's per-channel arrays from each channel's statistics k[j].
+inline void SetChannels(ChannelScratch& t, const RowScale* k, size_t c,
+                        size_t cg) {
+  for (size_t j = 0; j < c; ++j) {
+    const RowScale& kg = k[j / cg];
+    t.s[j] = kg.s;
+    t.k[j] = kg.m;
+    t.mul[j] = kg.mul;
+    t.add[j] = kg.add;
+    t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
   }
 }
 
@@ -243,38 +298,12 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
   float* b = g + t.cp;
   std::copy(a.gamma, a.gamma + c, g);
   std::copy(a.beta, a.beta + c, b);
-  const auto qnan = hn::BitCast(
-      df, hn::Set(hn::RebindToUnsigned<decltype(df)>(), uint32_t{0x7FC00000u}));
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(a.x) + i * per_sample;
     TY* y = static_cast<TY*>(a.y) + i * per_sample;
-    NhwcStats(df, a, x, t, k.get());
-    for (size_t j = 0; j < c; ++j) {
-      const RowScale& kg = k[j / a.cg];
-      t.s[j] = kg.s;
-      t.k[j] = kg.m;
-      t.mul[j] = kg.mul;
-      t.add[j] = kg.add;
-      t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
-    }
-    for (size_t p = 0; p < a.hw; ++p) {
-      const TX* xr = x + p * c;
-      TY* yr = y + p * c;
-      for (size_t j = 0; j < c; j += N) {
-        const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
-        auto xv = j + N <= c ? LoadF(df, xr + j) : LoadTailF(df, xr + j, c - j);
-        auto v =
-            GroupResult(df, xv, hn::LoadU(df, t.s + j), hn::LoadU(df, t.k + j),
-                        hn::LoadU(df, t.mul + j), hn::LoadU(df, t.add + j),
-                        hn::LoadU(df, g + j), hn::LoadU(df, b + j));
-        v = hn::IfThenElse(nan, qnan, v);
-        if (j + N <= c) {
-          StoreF(df, v, yr + j);
-        } else {
-          StoreTailF(df, v, yr + j, c - j);
-        }
-      }
-    }
+    NhwcStats(df, a, x, c, t, k.get());
+    SetChannels(t, k.get(), c, a.cg);
+    ApplyNhwc(df, x, y, c, c, a.hw, t, g, b);
   }
 }
 
