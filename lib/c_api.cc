@@ -78,7 +78,9 @@ const char* simdnorm_status_string(simdnorm_status s) {
              "(y_scale with int8 output), unknown enum value or flag (or both "
              "SIMDNORM_Y_STREAM and SIMDNORM_Y_CACHED), eps "
              "negative, NaN or infinite, gamma_offset not finite, or "
-             "y_scale/quant_group without int8 output";
+             "y_scale/quant_group without int8 output (batch: momentum not "
+             "finite, only one of running_mean and running_var, or neither "
+             "in inference)";
     case SIMDNORM_INVALID_SHAPE:
       return "SIMDNORM_INVALID_SHAPE: cols is 0, a stride is below cols, or a "
              "size overflows (groups: c, hw or groups is 0, or c is not a "

@@ -4,10 +4,13 @@
 #ifndef SIMDNORM_TESTS_SUPPORT_TENSOR_H_
 #define SIMDNORM_TESTS_SUPPORT_TENSOR_H_
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "simdnorm/simdnorm.h"
@@ -71,6 +74,24 @@ void ExpectRoundedOnce(const Tensor& ref, const std::vector<double>& exact,
 // A kind of another descriptor: not among the row kinds (AllKinds), and
 // refused by simdnorm_normalize and simdnorm_backward.
 void ExpectNotARowKind(simdnorm_kind kind);
+
+// A descriptor's sizes through its _sized entry point: below min_size
+// INVALID_ARGUMENT; longer with a non-zero unknown field UNSUPPORTED (then
+// `untouched` checks that nothing was written); longer with zeros OK.
+template <class Desc>
+void ExpectDescriptorSizes(simdnorm_status (*sized)(const Desc*, size_t),
+                           const Desc& good, size_t min_size,
+                           const std::function<void()>& untouched) {
+  EXPECT_EQ(sized(&good, min_size - 1), SIMDNORM_INVALID_ARGUMENT);
+  struct Longer {
+    Desc d;
+    uint64_t extra;
+  } longer{good, 1};
+  EXPECT_EQ(sized(&longer.d, sizeof(longer)), SIMDNORM_UNSUPPORTED);
+  untouched();
+  longer.extra = 0;
+  EXPECT_EQ(sized(&longer.d, sizeof(longer)), SIMDNORM_OK);
+}
 
 }  // namespace simdnorm_test
 
