@@ -1,5 +1,6 @@
 // The C API: a thin layer over the C++ core.
 #include "lib/backward.h"
+#include "lib/batch_norm.h"
 #include "lib/descriptor.h"
 #include "lib/group_norm.h"
 #include "lib/isa.h"
@@ -44,6 +45,18 @@ simdnorm_status simdnorm_group_norm_reference_sized(
       d, desc_size, simdnorm::internal::GroupNormReference));
 }
 
+simdnorm_status simdnorm_batch_norm_sized(const simdnorm_batch_desc* d,
+                                          size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::BatchNorm));
+}
+
+simdnorm_status simdnorm_batch_norm_reference_sized(
+    const simdnorm_batch_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::BatchNormReference));
+}
+
 unsigned simdnorm_version(void) { return SIMDNORM_VERSION; }
 
 const char* simdnorm_version_string(void) {
@@ -65,11 +78,14 @@ const char* simdnorm_status_string(simdnorm_status s) {
              "(y_scale with int8 output), unknown enum value or flag (or both "
              "SIMDNORM_Y_STREAM and SIMDNORM_Y_CACHED), eps "
              "negative, NaN or infinite, gamma_offset not finite, or "
-             "y_scale/quant_group without int8 output";
+             "y_scale/quant_group without int8 output (batch: momentum not "
+             "finite, only one of running_mean and running_var, or neither "
+             "in inference)";
     case SIMDNORM_INVALID_SHAPE:
       return "SIMDNORM_INVALID_SHAPE: cols is 0, a stride is below cols, or a "
              "size overflows (groups: c, hw or groups is 0, or c is not a "
-             "multiple of groups)";
+             "multiple of groups; batch: c or hw is 0, or training with one "
+             "value per channel)";
     case SIMDNORM_OVERLAP:
       return "SIMDNORM_OVERLAP: an output (y, sum_out, y_scale; backward: "
              "dx, dgamma, dbeta) overlaps another buffer other than exactly "
@@ -78,8 +94,8 @@ const char* simdnorm_status_string(simdnorm_status s) {
       return "SIMDNORM_UNSUPPORTED: int8 as an input type, an unknown ISA "
              "or one this CPU does not support, a descriptor field this "
              "version of the library does not know (non-zero bytes past its "
-             "simdnorm_desc), or a 16-bit GroupNorm output without "
-             "SIMDNORM_FAST_ROUNDING";
+             "simdnorm_desc), or a 16-bit GroupNorm or BatchNorm output "
+             "without SIMDNORM_FAST_ROUNDING";
   }
   return "simdnorm: unknown status";
 }

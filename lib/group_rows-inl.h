@@ -122,26 +122,26 @@ struct ChannelScratch {
   }
 };
 
-// For channels [j0, j1), over the hw positions of a sample: the sums of v = x *
-// s[ch] - k[ch] (one rounding) and of v^2, in fp32 over blocks of 32
-// positions added in double; with kMax also max|x|. Lanes past c are
-// summed too (zeros in, ignored out). Within a block of positions the
-// accumulators of four channel vectors stay in registers (their chains are
-// independent, which hides the add latency); each channel's terms are
-// still added in position order.
+// For channels [j0, j1) of c, over hw positions `stride` elements apart
+// (a sample's; BatchNorm's: the batch's): the sums of v = x * s[ch] -
+// k[ch] (one rounding) and of v^2, in fp32 over blocks of 32 positions
+// added in double; with kMax also max|x|. Lanes past j1 are summed too
+// (zeros in, ignored out). Each channel's terms are added in position
+// order; within a block two channel vectors' accumulators stay in
+// registers (independent chains hide the add latency), and each load
+// prefetches the same channels a block ahead (the loads walk columns,
+// which the hardware prefetchers do not follow).
 template <bool kMax, class DF, typename TX>
-HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
+HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t stride, size_t hw,
                               size_t j0, size_t j1, ChannelScratch& t) {
   const size_t N = hn::Lanes(df);
   for (size_t j = j0; j < j1; ++j) t.sum[j] = t.sq[j] = 0.0;
   if constexpr (kMax) std::fill(t.max + j0, t.max + j1, 0.0f);
   for (size_t p0 = 0; p0 < hw; p0 += 32) {
     const size_t p1 = hw - p0 > 32 ? p0 + 32 : hw;
-    size_t j = j0;
-    // Two vectors per pass over the block's positions (more would spill on
-    // AVX2), the last ones possibly partial. Vectors live in locals, not
-    // structs (SVE's are sizeless).
-    for (; j < j1; j += 2 * N) {
+    // Vectors live in locals, not structs (SVE's are sizeless); more than
+    // two at a time would spill on AVX2.
+    for (size_t j = j0; j < j1; j += 2 * N) {
       const size_t count0 = j1 - j < N ? j1 - j : N;
       const size_t count1 = j1 - j > N ? HWY_MIN(N, j1 - j - N) : 0;
       const bool two = count1 != 0;
@@ -152,12 +152,10 @@ HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
       auto max0 = kMax ? hn::LoadU(df, t.max + j) : sum0;
       auto max1 = kMax && two ? hn::LoadU(df, t.max + j + N) : sum0;
       for (size_t p = p0; p < p1; ++p) {
-        const TX* q = x + p * c + j;
-        // The same channels one block of positions ahead: the loads walk
-        // columns, which the hardware prefetchers do not follow.
+        const TX* q = x + p * stride + j;
         if (p + 32 < hw) {
-          hwy::Prefetch(q + 32 * c);
-          if (two) hwy::Prefetch(q + 32 * c + N);
+          hwy::Prefetch(q + 32 * stride);
+          if (two) hwy::Prefetch(q + 32 * stride + N);
         }
         const auto x0 = count0 == N ? LoadF(df, q) : LoadTailF(df, q, count0);
         const auto v0 = hn::MulSub(x0, s0, k0);
@@ -182,9 +180,9 @@ HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t c, size_t hw,
         if constexpr (kMax) hn::StoreU(max1, df, t.max + j + N);
       }
     }
-    for (size_t jj = j0; jj < j1; ++jj) {
-      t.sum[jj] += t.acc_sum[jj];
-      t.sq[jj] += t.acc_sq[jj];
+    for (size_t j = j0; j < j1; ++j) {
+      t.sum[j] += t.acc_sum[j];
+      t.sq[j] += t.acc_sq[j];
     }
   }
 }
@@ -200,10 +198,12 @@ inline void GroupSums(const ChannelScratch& t, size_t c0, size_t cg,
 }
 
 // The statistics of every group of one NHWC sample (see top), as
-// LayerNormScale and LayerNormScaleGeneral compute those of a row.
+// LayerNormScale and LayerNormScaleGeneral compute those of a row: a.c
+// channels of a.hw positions `stride` elements apart. With `mean`, each
+// group's mean in double too (not meaningful for a NaN group).
 template <class DF, typename TX>
-void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
-               ChannelScratch& t, RowScale* k) {
+void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
+               ChannelScratch& t, RowScale* k, double* mean = nullptr) {
   const size_t c = a.c, cg = a.cg;
   const double inv_n = 1.0 / static_cast<double>(cg * a.hw);
   const double eps = static_cast<double>(a.eps);
@@ -220,7 +220,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
       t.k[j] = kg;
     }
   }
-  ChannelSums<true>(df, x, c, a.hw, 0, c, t);
+  ChannelSums<true>(df, x, stride, a.hw, 0, c, t);
   size_t general = 0;  // groups that take the general path
   for (size_t g = 0; g < a.groups; ++g) {
     double sum, sq;
@@ -240,6 +240,7 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     const double mul = 1.0 / std::sqrt(var + eps);
     k[g] = RowScale{1.0f, kg, static_cast<float>(mul),
                     static_cast<float>(-mean_d * mul), var / inv_n};
+    if (mean) mean[g] = static_cast<double>(kg) + mean_d;
   }
   if (general == 0) return;
   // The general groups (second < 0 marks them): first the sums of x * s -
@@ -252,20 +253,24 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     t.s[j] = kg.second < 0 ? kg.s : 1.0f;
     t.k[j] = kg.second < 0 ? kg.m * kg.s : 0.0f;
   }
-  if (whole) ChannelSums<false>(df, x, c, a.hw, 0, c, t);
+  if (whole) ChannelSums<false>(df, x, stride, a.hw, 0, c, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
-    if (!whole) ChannelSums<false>(df, x, c, a.hw, g * cg, (g + 1) * cg, t);
+    if (!whole) {
+      ChannelSums<false>(df, x, stride, a.hw, g * cg, (g + 1) * cg, t);
+    }
     double sum, sq;
     GroupSums(t, g * cg, cg, &sum, &sq);
     k[g].m =
         static_cast<float>(static_cast<double>(k[g].m) * k[g].s + sum * inv_n);
     for (size_t j = g * cg; j < (g + 1) * cg; ++j) t.k[j] = k[g].m;
   }
-  if (whole) ChannelSums<false>(df, x, c, a.hw, 0, c, t);
+  if (whole) ChannelSums<false>(df, x, stride, a.hw, 0, c, t);
   for (size_t g = 0; g < a.groups; ++g) {
     if (!(k[g].second < 0)) continue;
-    if (!whole) ChannelSums<false>(df, x, c, a.hw, g * cg, (g + 1) * cg, t);
+    if (!whole) {
+      ChannelSums<false>(df, x, stride, a.hw, g * cg, (g + 1) * cg, t);
+    }
     double sum, sq;
     GroupSums(t, g * cg, cg, &sum, &sq);
     const double cm = sum * inv_n, sd = static_cast<double>(k[g].s);
@@ -274,6 +279,66 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x,
     k[g].mul = MulToFloat(mul);
     k[g].add = static_cast<float>(-cm * mul);
     k[g].second = var / inv_n;
+    if (mean) mean[g] = (static_cast<double>(k[g].m) + cm) / sd;
+  }
+}
+
+// The default quiet NaN in every lane.
+template <class DF>
+HWY_INLINE hn::Vec<DF> QuietNaN(DF df) {
+  return hn::BitCast(
+      df, hn::Set(hn::RebindToUnsigned<DF>(), uint32_t{0x7FC00000u}));
+}
+
+// Channels-last results: `rows` rows of c channels, `stride` elements
+// apart, each channel with its own xhat = (x * s - k) * mul + add (t's
+// arrays) and weights g, b (cp floats each); channels whose t.nan is set
+// are the default quiet NaN. Only the c channels of a row are written.
+// Blocks of 32 rows, and in each the channel vectors with their constants
+// in registers; each load prefetches the same channels a block ahead (as
+// ChannelSums). y may be x: each vector is loaded before it is stored.
+template <class DF, typename TX, typename TY>
+HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
+                            size_t rows, const ChannelScratch& t,
+                            const float* g, const float* b) {
+  const size_t N = hn::Lanes(df);
+  const auto qnan = QuietNaN(df);
+  for (size_t p0 = 0; p0 < rows; p0 += 32) {
+    const size_t p1 = rows - p0 > 32 ? p0 + 32 : rows;
+    for (size_t j = 0; j < c; j += N) {
+      const size_t count = c - j < N ? c - j : N;
+      const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
+      const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.k + j);
+      const auto mul = hn::LoadU(df, t.mul + j);
+      const auto add = hn::LoadU(df, t.add + j);
+      const auto gv = hn::LoadU(df, g + j), bv = hn::LoadU(df, b + j);
+      for (size_t p = p0; p < p1; ++p) {
+        const TX* xr = x + p * stride + j;
+        TY* yr = y + p * stride + j;
+        if (p + 32 < rows) hwy::Prefetch(xr + 32 * stride);
+        const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
+        const auto v = hn::IfThenElse(
+            nan, qnan, GroupResult(df, xv, s, m, mul, add, gv, bv));
+        if (count == N) {
+          StoreF(df, v, yr);
+        } else {
+          StoreTailF(df, v, yr, count);
+        }
+      }
+    }
+  }
+}
+
+// t's per-channel arrays from each channel's statistics k[j].
+inline void SetChannels(ChannelScratch& t, const RowScale* k, size_t c,
+                        size_t cg) {
+  for (size_t j = 0; j < c; ++j) {
+    const RowScale& kg = k[j / cg];
+    t.s[j] = kg.s;
+    t.k[j] = kg.m;
+    t.mul[j] = kg.mul;
+    t.add[j] = kg.add;
+    t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
   }
 }
 
@@ -289,48 +354,12 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
   float* b = g + t.cp;
   std::copy(a.gamma, a.gamma + c, g);
   std::copy(a.beta, a.beta + c, b);
-  const auto qnan = hn::BitCast(
-      df, hn::Set(hn::RebindToUnsigned<decltype(df)>(), uint32_t{0x7FC00000u}));
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(a.x) + i * per_sample;
     TY* y = static_cast<TY*>(a.y) + i * per_sample;
-    NhwcStats(df, a, x, t, k.get());
-    for (size_t j = 0; j < c; ++j) {
-      const RowScale& kg = k[j / a.cg];
-      t.s[j] = kg.s;
-      t.k[j] = kg.m;
-      t.mul[j] = kg.mul;
-      t.add[j] = kg.add;
-      t.nan[j] = NaNRow(kg) ? 1.0f : 0.0f;
-    }
-    // Blocks of 32 positions, and in each the channel vectors with their
-    // constants in registers; each load prefetches the same channels one
-    // block ahead (the loads walk columns, which the hardware prefetchers
-    // do not follow).
-    for (size_t p0 = 0; p0 < a.hw; p0 += 32) {
-      const size_t p1 = a.hw - p0 > 32 ? p0 + 32 : a.hw;
-      for (size_t j = 0; j < c; j += N) {
-        const size_t count = c - j < N ? c - j : N;
-        const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
-        const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.k + j);
-        const auto mul = hn::LoadU(df, t.mul + j);
-        const auto add = hn::LoadU(df, t.add + j);
-        const auto gv = hn::LoadU(df, g + j), bv = hn::LoadU(df, b + j);
-        for (size_t p = p0; p < p1; ++p) {
-          const TX* xr = x + p * c + j;
-          TY* yr = y + p * c + j;
-          if (p + 32 < a.hw) hwy::Prefetch(xr + 32 * c);
-          const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
-          const auto v = hn::IfThenElse(
-              nan, qnan, GroupResult(df, xv, s, m, mul, add, gv, bv));
-          if (count == N) {
-            StoreF(df, v, yr);
-          } else {
-            StoreTailF(df, v, yr, count);
-          }
-        }
-      }
-    }
+    NhwcStats(df, a, x, c, t, k.get());
+    SetChannels(t, k.get(), c, a.cg);
+    ApplyNhwc(df, x, y, c, c, a.hw, t, g, b);
   }
 }
 

@@ -76,6 +76,13 @@ struct IsaList {
           isa->group[l][x][y] = (*k.table)[l][x][y];
   }
 
+  // Adds a target's BatchNorm kernels.
+  static void AddBatch(const TargetBatch& k, void* self) {
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
+    std::memcpy(isa->batch, k.table, sizeof(BatchTable));
+  }
+
   static bool Complete(const Isa& isa) {
     for (const auto& by_x : isa.fn)
       for (const auto& by_y : by_x)
@@ -89,6 +96,10 @@ struct IsaList {
     for (const auto& by_layout : isa.group)
       for (const auto& by_x : by_layout)
         for (GroupFn f : by_x)
+          if (f == nullptr) return false;
+    for (const auto& by_layout : isa.batch)
+      for (const auto& by_x : by_layout)
+        for (BatchFn f : by_x)
           if (f == nullptr) return false;
     return true;
   }
@@ -110,6 +121,7 @@ struct IsaList {
     VisitRMSNormKernels(&Add<kUncenteredFamily>, this);
     VisitBackwardKernels(&AddBackward, this);
     VisitGroupKernels(&AddGroup, this);
+    VisitBatchKernels(&AddBatch, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
 #if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
@@ -119,12 +131,13 @@ struct IsaList {
       Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
       Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
       AddBackward(kAvx3Bf16BackwardKernels, this);
-      // GroupNorm has no AVX3_BF16 build: AVX3's kernels (their bf16
-      // stores round in integer steps, to the same bits).
+      // GroupNorm and BatchNorm have no AVX3_BF16 build: AVX3's kernels
+      // (their bf16 stores round in integer steps, to the same bits).
       Isa* bf16 = Entry(kTargetAvx3Bf16, kAvx3Bf16LayerNormKernels.name);
       for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
         if (storage[i].target == HWY_AVX3) {
           std::memcpy(bf16->group, storage[i].group, sizeof(GroupTable));
+          std::memcpy(bf16->batch, storage[i].batch, sizeof(BatchTable));
         }
       }
       supported |= kTargetAvx3Bf16;

@@ -124,20 +124,40 @@ const simdnorm_op_info kGroupNormInfo = {
     0,
     SIMDNORM_GROUP_DESC};
 
+// Training statistics as LayerNorm's, inference within a few ulps (see
+// batch_rows-inl.h): the same fp32 bound; 16-bit y as GroupNorm's.
+const simdnorm_op_info kBatchNormInfo = {
+    SIMDNORM_BATCHNORM,
+    "batchnorm",
+    "BatchNorm",
+    "y = (x - mean_c) / sqrt(var_c + eps) * gamma[c] + beta[c]",
+    "torch.nn.functional.batch_norm",
+    1,
+    kFloats,
+    kFloats,
+    kFloats,
+    SIMDNORM_FAST_ROUNDING,
+    kF32Bound,
+    0,
+    SIMDNORM_BATCH_DESC};
+
 }  // namespace internal
 }  // namespace simdnorm
 
 extern "C" {
 
-// The row kinds, then GroupNorm (kind order throughout).
-size_t simdnorm_op_count(void) { return simdnorm::internal::kNumRowKinds + 1; }
+// The row kinds, then GroupNorm and BatchNorm (kind order throughout).
+size_t simdnorm_op_count(void) { return simdnorm::internal::kNumRowKinds + 2; }
 
 const simdnorm_op_info* simdnorm_op_at(size_t i) {
   if (i < simdnorm::internal::kNumRowKinds) {
     return &simdnorm::internal::kOps[i].info;
   }
-  return i == simdnorm::internal::kNumRowKinds
-             ? &simdnorm::internal::kGroupNormInfo
+  if (i == simdnorm::internal::kNumRowKinds) {
+    return &simdnorm::internal::kGroupNormInfo;
+  }
+  return i == simdnorm::internal::kNumRowKinds + 1
+             ? &simdnorm::internal::kBatchNormInfo
              : nullptr;
 }
 

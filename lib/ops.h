@@ -44,6 +44,8 @@ extern const Op kOps[kNumRowKinds];
 
 // GroupNorm's registry entry (simdnorm_group_desc; group_norm.h).
 extern const simdnorm_op_info kGroupNormInfo;
+// BatchNorm's (simdnorm_batch_desc; batch_norm.h).
+extern const simdnorm_op_info kBatchNormInfo;
 
 // The entry of a row kind, or nullptr when it is not one.
 inline const Op* OpOf(int kind) {

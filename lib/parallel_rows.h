@@ -20,6 +20,23 @@ void ParallelRows(RowsFn fn, const RowArgs& args, size_t rows,
 void ParallelRanges(size_t count, size_t elements, size_t max_threads,
                     void (*fn)(void* ctx, size_t begin, size_t end), void* ctx);
 
+// ParallelRanges over a kernel fn(args, begin, end) of [0, count).
+template <class Args>
+void ParallelUnits(void (*fn)(const Args&, size_t, size_t), const Args& args,
+                   size_t count, size_t elements, size_t max_threads) {
+  struct Call {
+    void (*fn)(const Args&, size_t, size_t);
+    const Args* args;
+  } call{fn, &args};
+  ParallelRanges(
+      count, elements, max_threads,
+      [](void* ctx, size_t begin, size_t end) {
+        const Call& c = *static_cast<const Call*>(ctx);
+        c.fn(*c.args, begin, end);
+      },
+      &call);
+}
+
 }  // namespace internal
 }  // namespace simdnorm
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "lib/backward.h"
+#include "lib/batch_norm.h"
 #include "lib/group_norm.h"
 
 namespace simdnorm {
@@ -332,12 +333,16 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   return SIMDNORM_OK;
 }
 
-// The group descriptor (group_norm.h): the same rules, with y the output
-// and the tensor one span of n * c * hw elements.
-simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
-  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
-  const int x_type = RawEnum(d->x_type), y_type = RawEnum(d->y_type);
+namespace {
+
+// The checks of the channel descriptors (group, batch) that need no
+// pointer and no shape, in simdnorm.h's order; `more_ok` is false for a
+// descriptor's own bad scalar (batch: momentum), INVALID_ARGUMENT with eps
+// and the flags.
+template <class Desc>
+simdnorm_status CheckChannelFields(const Desc& d, bool more_ok) {
+  const int layout = RawEnum(d.layout), param_type = RawEnum(d.param_type);
+  const int x_type = RawEnum(d.x_type), y_type = RawEnum(d.y_type);
   if ((layout != SIMDNORM_NCHW && layout != SIMDNORM_NHWC) ||
       !ValidDType(x_type) || !ValidDType(y_type) || !ValidDType(param_type)) {
     return SIMDNORM_INVALID_ARGUMENT;
@@ -346,58 +351,165 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
       param_type == SIMDNORM_I8) {
     return SIMDNORM_UNSUPPORTED;
   }
-  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
-      (d->flags & ~unsigned{SIMDNORM_FAST_ROUNDING}) != 0) {
+  if (!(d.eps >= 0.0f) || !std::isfinite(d.eps) || !more_ok ||
+      (d.flags & ~unsigned{SIMDNORM_FAST_ROUNDING}) != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
-  // Correctly rounded 16-bit y is not implemented for groups yet.
-  if (y_type != SIMDNORM_F32 && (d->flags & SIMDNORM_FAST_ROUNDING) == 0) {
+  // Correctly rounded 16-bit y is not implemented for these kinds yet.
+  if (y_type != SIMDNORM_F32 && (d.flags & SIMDNORM_FAST_ROUNDING) == 0) {
     return SIMDNORM_UNSUPPORTED;
   }
-  p->n = d->n;
-  if (d->n == 0) return SIMDNORM_OK;
-  if (d->x == nullptr || d->y == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  return SIMDNORM_OK;
+}
 
-  const size_t c = d->c, hw = d->hw, groups = d->groups;
+// With n > 0: the pointers, shape and overlaps of x, y and the weights of
+// a channel descriptor (one span of n * c * hw elements); *y_span is y's.
+template <class Desc>
+simdnorm_status CheckChannelTensors(const Desc& d, size_t groups,
+                                    Span* y_span) {
+  if (d.x == nullptr || d.y == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const size_t c = d.c, hw = d.hw;
   if (c == 0 || hw == 0 || groups == 0 || c % groups != 0) {
     return SIMDNORM_INVALID_SHAPE;
   }
   size_t per_sample, total;
   if (__builtin_mul_overflow(c, hw, &per_sample) ||
-      __builtin_mul_overflow(per_sample, d->n, &total)) {
+      __builtin_mul_overflow(per_sample, d.n, &total)) {
     return SIMDNORM_INVALID_SHAPE;
   }
-  const size_t x_elem = ElementSize(d->x_type), y_elem = ElementSize(d->y_type);
-  const size_t p_elem = ElementSize(d->param_type);
-  Span x, y, gamma{}, beta{};
-  if (!RowsSpan(d->x, 1, total, total, x_elem, &x) ||
-      !RowsSpan(d->y, 1, total, total, y_elem, &y) ||
-      (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &gamma)) ||
-      (d->beta && !RowsSpan(d->beta, 1, c, c, p_elem, &beta))) {
+  const size_t x_elem = ElementSize(d.x_type), y_elem = ElementSize(d.y_type);
+  const size_t p_elem = ElementSize(d.param_type);
+  Span x, gamma{}, beta{};
+  if (!RowsSpan(d.x, 1, total, total, x_elem, &x) ||
+      !RowsSpan(d.y, 1, total, total, y_elem, y_span) ||
+      (d.gamma && !RowsSpan(d.gamma, 1, c, c, p_elem, &gamma)) ||
+      (d.beta && !RowsSpan(d.beta, 1, c, c, p_elem, &beta))) {
     return SIMDNORM_INVALID_SHAPE;
   }
-  const bool y_is_x = d->y == d->x && y_elem == x_elem;
-  if ((!y_is_x && Overlaps(y, x)) || (d->gamma && Overlaps(y, gamma)) ||
-      (d->beta && Overlaps(y, beta))) {
+  const Span y = *y_span;
+  const bool y_is_x = d.y == d.x && y_elem == x_elem;
+  if ((!y_is_x && Overlaps(y, x)) || (d.gamma && Overlaps(y, gamma)) ||
+      (d.beta && Overlaps(y, beta))) {
     return SIMDNORM_OVERLAP;
   }
+  return SIMDNORM_OK;
+}
+
+// The enums and weights of a validated channel descriptor, as its problem
+// (GroupProblem, BatchProblem) holds them.
+template <class Desc, class Problem>
+void SetChannelOperands(const Desc& d, Problem* p) {
+  p->layout = RawEnum(d.layout);
+  p->x_type = RawEnum(d.x_type);
+  p->y_type = RawEnum(d.y_type);
+  p->param_type = RawEnum(d.param_type);
+  p->gamma = d.gamma;
+  p->beta = d.beta;
+}
+
+// The bytes of c floats at p (an empty span for null p).
+Span FloatsSpan(const float* p, size_t c) {
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p);
+  return p ? Span{b, b + c * sizeof(float)} : Span{0, 0};
+}
+
+}  // namespace
+
+// The group descriptor (group_norm.h): the same rules, with y the output
+// and the tensor one span of n * c * hw elements.
+simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  simdnorm_status s = CheckChannelFields(*d, true);
+  if (s != SIMDNORM_OK) return s;
+  p->n = d->n;
+  if (d->n == 0) return SIMDNORM_OK;
+  Span y;
+  s = CheckChannelTensors(*d, d->groups, &y);
+  if (s != SIMDNORM_OK) return s;
 
   GroupArgs& a = p->args;
-  a.c = c;
-  a.hw = hw;
-  a.groups = groups;
-  a.cg = c / groups;
+  a.c = d->c;
+  a.hw = d->hw;
+  a.groups = d->groups;
+  a.cg = d->c / d->groups;
   a.x = d->x;
   a.y = d->y;
   a.gamma = nullptr;
   a.beta = nullptr;
   a.eps = d->eps;
-  p->layout = layout;
-  p->x_type = x_type;
-  p->y_type = y_type;
-  p->param_type = param_type;
-  p->gamma = d->gamma;
-  p->beta = d->beta;
+  SetChannelOperands(*d, p);
+  return SIMDNORM_OK;
+}
+
+// The batch descriptor (batch_norm.h): the group rules with one group, and
+// the per-channel float arrays: running statistics (both or neither;
+// required for inference; outputs in training) and save_* (training
+// outputs, ignored in inference).
+simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  simdnorm_status s = CheckChannelFields(*d, std::isfinite(d->momentum));
+  if (s != SIMDNORM_OK) return s;
+  const bool training = d->training != 0;
+  if ((d->running_mean == nullptr) != (d->running_var == nullptr) ||
+      (!training && d->running_mean == nullptr)) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  p->args.n = d->n;
+  if (d->n == 0) return SIMDNORM_OK;
+  Span y;
+  s = CheckChannelTensors(*d, 1, &y);
+  if (s != SIMDNORM_OK) return s;
+  if (training && d->n * d->hw == 1) return SIMDNORM_INVALID_SHAPE;
+  const size_t c = d->c;
+  const size_t x_elem = ElementSize(d->x_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  const size_t total = d->n * c * d->hw;
+  const uintptr_t xb = reinterpret_cast<uintptr_t>(d->x);
+  const uintptr_t gb = reinterpret_cast<uintptr_t>(d->gamma);
+  const uintptr_t bb = reinterpret_cast<uintptr_t>(d->beta);
+  const Span x{xb, xb + total * x_elem};
+  const Span gamma = d->gamma ? Span{gb, gb + c * p_elem} : Span{0, 0};
+  const Span beta = d->beta ? Span{bb, bb + c * p_elem} : Span{0, 0};
+  const Span rm = FloatsSpan(d->running_mean, c);
+  const Span rv = FloatsSpan(d->running_var, c);
+  const Span sm = FloatsSpan(training ? d->save_mean : nullptr, c);
+  const Span si = FloatsSpan(training ? d->save_invstd : nullptr, c);
+  if (rm.end < rm.begin || rv.end < rv.begin || sm.end < sm.begin ||
+      si.end < si.begin) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  // y against everything else; in training, each per-channel output
+  // against every other operand. Empty spans overlap nothing.
+  const Span outs[] = {rm, rv, sm, si};
+  const Span ins[] = {x, gamma, beta};
+  for (size_t i = 0; i < 4; ++i) {
+    if (Overlaps(y, outs[i])) return SIMDNORM_OVERLAP;
+    if (!training) continue;
+    for (const Span& in : ins) {
+      if (Overlaps(outs[i], in)) return SIMDNORM_OVERLAP;
+    }
+    for (size_t j = i + 1; j < 4; ++j) {
+      if (Overlaps(outs[i], outs[j])) return SIMDNORM_OVERLAP;
+    }
+  }
+
+  BatchArgs& a = p->args;
+  a.c = c;
+  a.hw = d->hw;
+  a.x = d->x;
+  a.y = d->y;
+  a.gamma = a.beta = nullptr;
+  a.running_mean = d->running_mean;
+  a.running_var = d->running_var;
+  a.eps = d->eps;
+  a.training = training;
+  a.mean = a.var = nullptr;
+  SetChannelOperands(*d, p);
+  p->running_mean = d->running_mean;
+  p->running_var = d->running_var;
+  p->save_mean = training ? d->save_mean : nullptr;
+  p->save_invstd = training ? d->save_invstd : nullptr;
+  p->momentum = d->momentum;
   return SIMDNORM_OK;
 }
 

@@ -26,46 +26,12 @@
 #include "support/dtypes.h"
 #include "support/half.h"
 #include "support/isa_test.h"
+#include "support/tensor.h"
 
 namespace simdnorm_test {
 namespace {
 
 constexpr double kBound = 32.0 * 0x1p-23;
-
-// A tensor of one dtype, set from doubles (rounded once) and read exactly.
-struct Tensor {
-  simdnorm_dtype t;
-  std::vector<uint8_t> bytes;
-  Tensor(simdnorm_dtype type, size_t n)
-      : t(type), bytes(n * (type == SIMDNORM_F32 ? 4 : 2)) {}
-  size_t size() const { return bytes.size() / (t == SIMDNORM_F32 ? 4 : 2); }
-  void* data() { return bytes.data(); }
-  const void* data() const { return bytes.data(); }
-  uint32_t Bits(size_t i) const {
-    if (t == SIMDNORM_F32) {
-      uint32_t u;
-      std::memcpy(&u, &bytes[4 * i], 4);
-      return u;
-    }
-    uint16_t u;
-    std::memcpy(&u, &bytes[2 * i], 2);
-    return u;
-  }
-  double Get(size_t i) const {
-    if (t == SIMDNORM_F32) return FloatFromBits(Bits(i));
-    return HalfToDouble(HalfOf(t), static_cast<uint16_t>(Bits(i)));
-  }
-  void Set(size_t i, double v) {
-    if (t == SIMDNORM_F32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(&bytes[4 * i], &f, 4);
-    } else {
-      const uint16_t h = RoundToHalf(HalfOf(t), v);
-      std::memcpy(&bytes[2 * i], &h, 2);
-    }
-  }
-  bool IsNaN(size_t i) const { return std::isnan(Get(i)); }
-};
 
 struct Shape {
   size_t n, c, hw, groups;
@@ -73,8 +39,7 @@ struct Shape {
 
 // The flat index of (sample, channel, position) in a layout.
 size_t Index(const Shape& s, simdnorm_layout l, size_t i, size_t ch, size_t p) {
-  return l == SIMDNORM_NCHW ? (i * s.c + ch) * s.hw + p
-                            : (i * s.hw + p) * s.c + ch;
+  return ChannelIndex(s.c, s.hw, l, i, ch, p);
 }
 
 struct Problem {
@@ -169,53 +134,17 @@ Exact ExactOf(const Problem& p) {
   return e;
 }
 
-// y against the exact values: within the bound, NaN groups the default
-// quiet NaN. Returns the number of failures (reporting the first few).
-int Check(const Problem& p, const Exact& e, const char* what) {
-  int failures = 0;
-  for (size_t k = 0; k < p.y.size(); ++k) {
-    bool ok;
-    if (std::isnan(e.y[k])) {
-      const uint32_t qnan = p.y.t == SIMDNORM_F32    ? 0x7FC00000u
-                            : p.y.t == SIMDNORM_BF16 ? 0x7FC0u
-                                                     : 0x7E00u;
-      ok = p.y.Bits(k) == qnan;
-    } else if (p.y.t == SIMDNORM_F32) {
-      ok = std::fabs(p.y.Get(k) - e.y[k]) <= e.bound[k];
-    } else {
-      const Half h = HalfOf(p.y.t);
-      const int32_t v = HalfOrdered(static_cast<uint16_t>(p.y.Bits(k)));
-      ok = !p.y.IsNaN(k) &&
-           HalfOrdered(RoundToHalf(h, e.y[k] - e.bound[k])) <= v &&
-           v <= HalfOrdered(RoundToHalf(h, e.y[k] + e.bound[k]));
-    }
-    if (!ok && ++failures <= 3) {
-      ADD_FAILURE() << what << ": element " << k << " is " << p.y.Get(k)
-                    << ", exact " << e.y[k] << " (bound " << e.bound[k] << ")";
-    }
-  }
-  return failures;
-}
-
 // Runs the kernels and checks them; also the library's reference, which
 // must be the exact values rounded once.
 void RunAndCheck(Problem& p, const char* what) {
   simdnorm_group_desc d = p.Desc();
   ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK) << what;
   const Exact e = ExactOf(p);
-  Check(p, e, what);
+  CheckWithin(p.y, e.y, e.bound, what);
   Tensor ref(p.y.t, p.y.size());
   d.y = ref.data();
   ASSERT_EQ(simdnorm_group_norm_reference(&d), SIMDNORM_OK) << what;
-  for (size_t k = 0; k < ref.size(); ++k) {
-    Tensor one(p.y.t, 1);
-    one.Set(0, e.y[k]);
-    if (std::isnan(e.y[k])) {
-      EXPECT_TRUE(ref.IsNaN(k)) << what << " reference " << k;
-    } else {
-      ASSERT_EQ(ref.Bits(k), one.Bits(0)) << what << " reference " << k;
-    }
-  }
+  ExpectRoundedOnce(ref, e.y, what);
 }
 
 const Shape kShapes[] = {
@@ -415,24 +344,13 @@ TEST(GroupNormRegistry, EntryAndRowEnumerators) {
   EXPECT_EQ(op->flags, unsigned{SIMDNORM_FAST_ROUNDING});
   EXPECT_EQ(simdnorm_op_at(SIMDNORM_GROUPNORM), op);
   for (size_t i = 0; i < simdnorm_op_count(); ++i) {
+    const simdnorm_kind k = simdnorm_op_at(i)->kind;
     EXPECT_EQ(simdnorm_op_at(i)->descriptor,
-              simdnorm_op_at(i)->kind == SIMDNORM_GROUPNORM
-                  ? SIMDNORM_GROUP_DESC
-                  : SIMDNORM_ROW_DESC);
+              k == SIMDNORM_GROUPNORM   ? SIMDNORM_GROUP_DESC
+              : k == SIMDNORM_BATCHNORM ? SIMDNORM_BATCH_DESC
+                                        : SIMDNORM_ROW_DESC);
   }
-  for (simdnorm_kind k : AllKinds()) EXPECT_NE(k, SIMDNORM_GROUPNORM);
-  // Not a kind of the row descriptors.
-  float x[4] = {1, 2, 3, 4}, y[4] = {};
-  simdnorm_desc d{};
-  d.kind = SIMDNORM_GROUPNORM;
-  d.rows = 1;
-  d.cols = 4;
-  d.x = x;
-  d.y = y;
-  EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_INVALID_ARGUMENT);
-  simdnorm_backward_desc b{};
-  b.kind = SIMDNORM_GROUPNORM;
-  EXPECT_EQ(simdnorm_backward(&b), SIMDNORM_INVALID_ARGUMENT);
+  ExpectNotARowKind(SIMDNORM_GROUPNORM);
 }
 
 // Each bad descriptor gets its status from both entry points, and y is
@@ -514,18 +432,9 @@ TEST(GroupNormStatus, BadDescriptorsWriteNothing) {
   // n = 0: nothing to do, pointers unused.
   simdnorm_group_desc empty{};
   EXPECT_EQ(simdnorm_group_norm(&empty), SIMDNORM_OK);
-  // Sizes: below the minimum; longer with a non-zero unknown field.
-  EXPECT_EQ(simdnorm_group_norm_sized(&good, SIMDNORM_GROUP_DESC_MIN_SIZE - 1),
-            SIMDNORM_INVALID_ARGUMENT);
-  struct Longer {
-    simdnorm_group_desc d;
-    uint64_t extra;
-  } longer{good, 1};
-  EXPECT_EQ(simdnorm_group_norm_sized(&longer.d, sizeof(longer)),
-            SIMDNORM_UNSUPPORTED);
-  EXPECT_EQ(p.y.bytes, sentinel);
-  longer.extra = 0;
-  EXPECT_EQ(simdnorm_group_norm_sized(&longer.d, sizeof(longer)), SIMDNORM_OK);
+  ExpectDescriptorSizes(simdnorm_group_norm_sized, good,
+                        SIMDNORM_GROUP_DESC_MIN_SIZE,
+                        [&] { EXPECT_EQ(p.y.bytes, sentinel); });
 }
 
 }  // namespace

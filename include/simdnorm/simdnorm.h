@@ -9,7 +9,8 @@
  *              (torch.nn.functional.normalize, p = 2, over the last axis)
  * simdnorm_op_count() and simdnorm_op_at() list these kinds with what each
  * accepts (the registry of operations). GroupNorm and InstanceNorm, over
- * (N, C, *spatial) tensors, have their own descriptor: simdnorm_group_desc.
+ * (N, C, *spatial) tensors, have their own descriptor: simdnorm_group_desc;
+ * BatchNorm has simdnorm_batch_desc.
  * NULL gamma means 1, NULL beta means 0. bf16 and f16 inputs widen exactly
  * to float; results are rounded once, to nearest-even, to y_type.
  *
@@ -64,7 +65,8 @@ typedef enum simdnorm_status {
   SIMDNORM_INVALID_ARGUMENT = 1, /* NULL pointer, bad enum/eps/flags */
   SIMDNORM_INVALID_SHAPE = 2,    /* cols == 0, stride < cols, size overflow;
                                     groups: c, hw or groups == 0,
-                                    c % groups != 0 */
+                                    c % groups != 0; batch: c or hw == 0,
+                                    training with n * hw == 1 */
   SIMDNORM_OVERLAP = 3,    /* y overlaps x, gamma or beta (not in place) */
   SIMDNORM_UNSUPPORTED = 4 /* unknown ISA; I8 other than as y_type; a
                               descriptor field this library does not know;
@@ -116,7 +118,9 @@ typedef enum simdnorm_kind {
   SIMDNORM_L2NORM = 2,
   /* Over (sample, group) blocks: simdnorm_group_desc only (below), never
    * in a simdnorm_desc or simdnorm_backward_desc. */
-  SIMDNORM_GROUPNORM = 3
+  SIMDNORM_GROUPNORM = 3,
+  /* Over channels across the batch: simdnorm_batch_desc only (below). */
+  SIMDNORM_BATCHNORM = 4
 } simdnorm_kind;
 
 /* All-zero = LayerNorm, F32, dense rows, no gamma/beta, eps 0, default
@@ -384,15 +388,124 @@ static inline simdnorm_status simdnorm_group_norm_reference(
   return simdnorm_group_norm_reference_sized(d, sizeof(simdnorm_group_desc));
 }
 
+/* ------------------------------------------------------------ BatchNorm
+ *
+ * BatchNorm over x of shape (n, c, *spatial), hw = the spatial product, in
+ * either layout of simdnorm_group_desc (torch.nn.functional.batch_norm).
+ * Each channel ch is normalized over its m = n * hw elements, across the
+ * batch:
+ *   inference (training == 0):
+ *     y = (x - running_mean[ch]) / sqrt(running_var[ch] + eps) * gamma[ch]
+ *         + beta[ch]
+ *   training (training != 0), per channel over its m elements:
+ *     mean = sum(x) / m,  var = sum((x - mean)^2) / m  (population),
+ *     y = (x - mean) / sqrt(var + eps) * gamma[ch] + beta[ch];
+ *     when running_mean and running_var are given (both or neither), they
+ *     are updated in place:
+ *       running_mean = (1 - momentum) * running_mean + momentum * mean
+ *       running_var  = (1 - momentum) * running_var
+ *                      + momentum * var * m / (m - 1)   (unbiased)
+ *     and when given, save_mean[ch] = mean and save_invstd[ch] =
+ *     1 / sqrt(var + eps) (torch's native_batch_norm outputs, for a
+ *     backward pass). The updates are computed in float64 and rounded once.
+ * NULL gamma means 1, NULL beta means 0. momentum is torch's (0.1 there;
+ * 0 here leaves the running statistics as they are).
+ *
+ * Types: x, y and the weights each F32, BF16 or F16 (never I8); the
+ * running statistics and save_* are float (c each).
+ * Numerics: training statistics as GroupNorm's and LayerNorm's (shifted by
+ * the channel's first element, fp32 partial sums of at most 32 terms per
+ * lane added in double, power-of-two rescaling where sums of squares would
+ * overflow or vanish). Inference computes x - running_mean in fp32 first
+ * (exact when x is near it), then * 1 / sqrt(running_var + eps) and the
+ * weights: no error proportional to |running_mean| (docs/accuracy.md).
+ * f32 y is within the registry's f32_bound (scaled ulps); 16-bit y, as
+ * GroupNorm's, needs SIMDNORM_FAST_ROUNDING (else SIMDNORM_UNSUPPORTED).
+ *
+ * Non-finite values: training: a channel holding an inf or NaN, or whose
+ * var + eps is 0, is the default quiet NaN throughout, its save_mean,
+ * save_invstd and running statistics NaN; other channels are not affected.
+ * Inference is an affine map per channel: a NaN or inf in x gives that
+ * element's result only; a channel whose running_var + eps is 0, negative
+ * or NaN is the default quiet NaN throughout.
+ *
+ * Aliasing: y may be exactly x (in place). Any other overlap among y, x,
+ * gamma, beta, running_mean, running_var, save_mean and save_invstd (other
+ * than inputs overlapping each other) is SIMDNORM_OVERLAP.
+ *
+ * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
+ * momentum (finite), flags (INVALID_ARGUMENT), 16-bit y without
+ * SIMDNORM_FAST_ROUNDING (UNSUPPORTED), only one of running_mean and
+ * running_var, or neither for inference (INVALID_ARGUMENT); then, when
+ * n > 0, NULL x or y (INVALID_ARGUMENT), shapes (c or hw 0, sizes that
+ * overflow, training with m = 1: INVALID_SHAPE, as torch's "Expected more
+ * than 1 value per channel"), overlaps. On any status other than
+ * SIMDNORM_OK nothing has been written (y, running statistics, save_*).
+ * n = 0 is valid and does nothing.
+ *
+ * Threads: channels (NCHW) or blocks of channels (NHWC) are split over at
+ * most max_threads threads; the results are bitwise identical whatever the
+ * thread count. */
+/* All-zero = NCHW, F32, no weights, inference (which then needs the
+ * running statistics), eps 0, momentum 0, default threads. Later versions
+ * only append fields whose zero keeps this meaning. */
+typedef struct simdnorm_batch_desc {
+  size_t n;  /* samples */
+  size_t c;  /* channels */
+  size_t hw; /* elements per channel and sample (spatial product) */
+  simdnorm_layout layout;
+  const void* x;
+  simdnorm_dtype x_type;
+  void* y; /* may be exactly x */
+  simdnorm_dtype y_type;
+  const void* gamma; /* c elements of param_type, NULL = 1 */
+  const void* beta;  /* c elements of param_type, NULL = 0 */
+  simdnorm_dtype param_type;
+  float* running_mean; /* c floats: read (inference) or updated (training) */
+  float* running_var;  /* c floats; both or neither; required in inference */
+  float* save_mean;    /* training: c floats written, or NULL; */
+  float* save_invstd;  /* ignored (not written) in inference */
+  float momentum;      /* finite; torch's default is 0.1 */
+  float eps;           /* >= 0 and finite */
+  int training;        /* 0: inference, else training */
+  size_t max_threads;  /* 0 = arena default, 1 = calling thread only */
+  unsigned flags;      /* 0 or SIMDNORM_FAST_ROUNDING (required for 16-bit y) */
+} simdnorm_batch_desc;
+
+/* The smallest batch descriptor a caller may pass: that of 0.4. */
+#define SIMDNORM_BATCH_DESC_MIN_SIZE \
+  (offsetof(simdnorm_batch_desc, flags) + sizeof(unsigned))
+
+/* BatchNorm with the active ISA's kernels; desc_size as for
+ * simdnorm_normalize_sized. */
+SIMDNORM_API simdnorm_status
+simdnorm_batch_norm_sized(const simdnorm_batch_desc* d, size_t desc_size);
+
+/* The same contract in float64 (two-pass mean and variance per channel),
+ * each output rounded once to its type: the truth the kernels are tested
+ * against. Validated as simdnorm_batch_norm. Single-threaded. */
+SIMDNORM_API simdnorm_status simdnorm_batch_norm_reference_sized(
+    const simdnorm_batch_desc* d, size_t desc_size);
+
+static inline simdnorm_status simdnorm_batch_norm(
+    const simdnorm_batch_desc* d) {
+  return simdnorm_batch_norm_sized(d, sizeof(simdnorm_batch_desc));
+}
+static inline simdnorm_status simdnorm_batch_norm_reference(
+    const simdnorm_batch_desc* d) {
+  return simdnorm_batch_norm_reference_sized(d, sizeof(simdnorm_batch_desc));
+}
+
 /* The registry of operations: every kind this library computes and what it
  * accepts, for tools, tests and bindings to enumerate rather than name.
  * Entries are static and never change; later versions may append fields.
  * Callers that fill a simdnorm_desc for each kind take only the entries
  * whose descriptor is SIMDNORM_ROW_DESC. */
 typedef enum simdnorm_descriptor {
-  SIMDNORM_ROW_DESC = 0,  /* simdnorm_desc: simdnorm_normalize (and
-                             simdnorm_backward where has_backward) */
-  SIMDNORM_GROUP_DESC = 1 /* simdnorm_group_desc: simdnorm_group_norm */
+  SIMDNORM_ROW_DESC = 0,   /* simdnorm_desc: simdnorm_normalize (and
+                              simdnorm_backward where has_backward) */
+  SIMDNORM_GROUP_DESC = 1, /* simdnorm_group_desc: simdnorm_group_norm */
+  SIMDNORM_BATCH_DESC = 2  /* simdnorm_batch_desc: simdnorm_batch_norm */
 } simdnorm_descriptor;
 
 typedef struct simdnorm_op_info {
@@ -414,7 +527,7 @@ typedef struct simdnorm_op_info {
   /* The documented bound of fp32 outputs, in scaled ulps: |y - exact| <=
    * f32_bound * 2^-23 * (|gamma| * max(1, |xhat|) + |beta|) (docs/accuracy.md).
    * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING),
-   * except GroupNorm's (see simdnorm_group_desc). */
+   * except GroupNorm's and BatchNorm's (see their descriptors). */
   double f32_bound;
   /* 1: simdnorm_backward computes its gradients (since 0.4). */
   int has_backward;

@@ -36,7 +36,8 @@ enum class Kind : int {
   kLayerNorm = SIMDNORM_LAYERNORM,
   kRMSNorm = SIMDNORM_RMSNORM,
   kL2Norm = SIMDNORM_L2NORM,
-  kGroupNorm = SIMDNORM_GROUPNORM  // group_norm only (simdnorm_group_desc)
+  kGroupNorm = SIMDNORM_GROUPNORM,  // group_norm only (simdnorm_group_desc)
+  kBatchNorm = SIMDNORM_BATCHNORM   // batch_norm only (simdnorm_batch_desc)
 };
 
 enum class DType : int {
@@ -508,6 +509,56 @@ Status instance_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
                      const detail::nodeduce<P>* beta = nullptr,
                      Options opt = {}) {
   return group_norm(x, y, n, c, hw, c, layout, gamma, beta, opt);
+}
+
+// BatchNorm over x of shape (n, c, *spatial) in `layout` (simdnorm.h,
+// simdnorm_batch_desc). Inference (training == false) reads running_mean
+// and running_var (required); training normalizes by the batch's
+// statistics, updates the running statistics when given and writes
+// save_mean / save_invstd when given. y may be x. 16-bit y needs
+// opt.fast_rounding; gamma_offset and round_normalized do not apply.
+inline Status batch_norm(const simdnorm_batch_desc& d) {
+  return static_cast<Status>(simdnorm_batch_norm_sized(&d, sizeof(d)));
+}
+inline Status batch_norm_reference(const simdnorm_batch_desc& d) {
+  return static_cast<Status>(
+      simdnorm_batch_norm_reference_sized(&d, sizeof(d)));
+}
+
+template <class X, class Y, class P = float>
+Status batch_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
+                  Layout layout, float* running_mean, float* running_var,
+                  bool training, float momentum = 0.1f,
+                  const P* gamma = nullptr,
+                  const detail::nodeduce<P>* beta = nullptr, Options opt = {},
+                  float* save_mean = nullptr, float* save_invstd = nullptr) {
+  if (opt.gamma_offset != 0.0f || opt.round_normalized) {
+    return Status::kInvalidArgument;
+  }
+  const simdnorm_group_desc g =
+      make_group_desc(x, y, n, c, hw, 1, layout, gamma, beta, opt);
+  simdnorm_batch_desc d{};
+  d.n = n;
+  d.c = c;
+  d.hw = hw;
+  d.layout = g.layout;
+  d.x = x;
+  d.x_type = g.x_type;
+  d.y = y;
+  d.y_type = g.y_type;
+  d.gamma = gamma;
+  d.beta = beta;
+  d.param_type = g.param_type;
+  d.running_mean = running_mean;
+  d.running_var = running_var;
+  d.save_mean = save_mean;
+  d.save_invstd = save_invstd;
+  d.momentum = momentum;
+  d.eps = opt.eps;
+  d.training = training ? 1 : 0;
+  d.max_threads = g.max_threads;
+  d.flags = g.flags;
+  return batch_norm(d);
 }
 
 // The registry of operations (simdnorm.h): every kind, with what it accepts.

@@ -49,8 +49,9 @@ statistics are centred, the dtypes it accepts (names), the flags it accepts,
 the documented bound of float32 outputs in scaled ulps
 (|y - exact| <= f32_bound * 2**-23 * (|gamma| * max(1, |xhat|) + |beta|)),
 whether it has a backward pass (simdnorm.torch's autograd), and the
-descriptor it takes: "row" (over the last axis: `normalize(x, name)`) or
-"group" (GroupNorm: `group_norm`)."""
+descriptor it takes: "row" (over the last axis: `normalize(x, name)`),
+"group" (GroupNorm: `group_norm`) or "batch" (BatchNorm: the C API's
+simdnorm_batch_norm; no Python form yet)."""
 
 
 def _names(codes):
@@ -86,8 +87,10 @@ def _row_op(kind, who):
     """The entry of a row kind (normalize's); ValueError for GroupNorm."""
     entry = op(kind)
     if entry.descriptor != "row":
+        hint = ("simdnorm.group_norm" if entry.descriptor == "group" else
+                "its own function")
         raise ValueError(f"{who}: {entry.name} is not a row operation; "
-                         f"use simdnorm.group_norm")
+                         f"use {hint}")
     return entry
 
 

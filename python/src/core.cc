@@ -497,9 +497,11 @@ PYBIND11_MODULE(_core, m) {
           entry["flags"] = op->flags;
           entry["f32_bound"] = op->f32_bound;
           entry["has_backward"] = op->has_backward != 0;
-          // Row kinds take simdnorm_desc; GroupNorm its own (group_norm).
-          entry["descriptor"] =
-              op->descriptor == SIMDNORM_ROW_DESC ? "row" : "group";
+          // Row kinds take simdnorm_desc; GroupNorm and BatchNorm their own.
+          entry["descriptor"] = op->descriptor == SIMDNORM_ROW_DESC ? "row"
+                                : op->descriptor == SIMDNORM_GROUP_DESC
+                                    ? "group"
+                                    : "batch";
           ops.append(entry);
         }
         return ops;

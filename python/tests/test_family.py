@@ -266,6 +266,6 @@ def test_registry_lists_groupnorm():
     entry = simdnorm.op("groupnorm")
     assert entry.descriptor == "group"
     assert entry.torch == "torch.nn.functional.group_norm"
-    assert {op.descriptor for op in simdnorm.ops()} == {"row", "group"}
+    assert {op.descriptor for op in simdnorm.ops()} == {"row", "group", "batch"}
     with pytest.raises(ValueError, match="not a row operation"):
         simdnorm.normalize(np.ones((2, 4), np.float32), "groupnorm")

@@ -225,7 +225,9 @@ def test_bad_inputs_raise_and_write_nothing():
     readonly.flags.writeable = False
     _bad(lambda: simdnorm.layer_norm(x, out=readonly), ValueError,
          "read-only", readonly)
-    with pytest.raises(ValueError, match="no operation 'batchnorm'"):
+    with pytest.raises(ValueError, match="no operation 'nosuchnorm'"):
+        simdnorm.normalize(x, "nosuchnorm")
+    with pytest.raises(ValueError, match="batchnorm is not a row operation"):
         simdnorm.normalize(x, "batchnorm")
 
 

@@ -1,0 +1,59 @@
+// The BatchNorm entry point: validate, make the fp32 weights, run the
+// active ISA's kernel over channels (NCHW) or channel blocks (NHWC), then
+// (training) the running statistics and save_* per channel.
+#include "lib/batch_norm.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "lib/channel_weights.h"
+#include "lib/isa.h"
+#include "lib/parallel_rows.h"
+
+namespace simdnorm {
+namespace internal {
+void BatchUpdate(const BatchProblem& p, size_t ch, double mean, double var) {
+  if (!std::isfinite(mean) || !std::isfinite(var)) {
+    mean = var = std::numeric_limits<double>::quiet_NaN();
+  }
+  const double m = static_cast<double>(p.args.n) * p.args.hw;
+  if (p.save_mean) p.save_mean[ch] = static_cast<float>(mean);
+  if (p.save_invstd) {
+    p.save_invstd[ch] = static_cast<float>(
+        1.0 / std::sqrt(var + static_cast<double>(p.args.eps)));
+  }
+  if (p.running_mean) {
+    const double mom = p.momentum;
+    p.running_mean[ch] =
+        static_cast<float>((1.0 - mom) * p.running_mean[ch] + mom * mean);
+    p.running_var[ch] = static_cast<float>((1.0 - mom) * p.running_var[ch] +
+                                           mom * (var * m / (m - 1.0)));
+  }
+}
+
+Status BatchNorm(const simdnorm_batch_desc& d) {
+  BatchProblem p;
+  const simdnorm_status s = ValidateBatch(&d, &p);
+  if (s != SIMDNORM_OK) return static_cast<Status>(s);
+  BatchArgs& a = p.args;
+  if (a.n == 0) return Status::kOk;
+  // The fp32 weights, and the training statistics the kernels write.
+  const std::unique_ptr<float[]> weights = SetChannelWeights(p, a);
+  std::unique_ptr<double[]> stats(a.training ? new double[2 * a.c] : nullptr);
+  a.mean = stats.get();
+  a.var = a.training ? stats.get() + a.c : nullptr;
+  const bool nchw = p.layout == SIMDNORM_NCHW;
+  const size_t units = nchw ? a.c : (a.c + kBatchBlock - 1) / kBatchBlock;
+  // Work per unit: training reads x twice (or four times) and writes y.
+  ParallelUnits(ActiveIsa().batch[p.layout][p.x_type][p.y_type], a, units,
+                a.n * a.hw * (nchw ? 1 : kBatchBlock) * 2, d.max_threads);
+  if (a.training) {
+    for (size_t ch = 0; ch < a.c; ++ch)
+      BatchUpdate(p, ch, a.mean[ch], a.var[ch]);
+  }
+  return Status::kOk;
+}
+
+}  // namespace internal
+}  // namespace simdnorm

@@ -1,0 +1,186 @@
+// Per-target BatchNorm kernels (simdnorm_batch_norm), written once with
+// Highway on GroupNorm's pieces (group_rows-inl.h).
+//
+// Training statistics are LayerNorm's, taken over a channel's n * hw
+// elements: one pass over d = x - k, k the channel's first element, fp32
+// partial sums of bounded length added in double, trusted while the sum of
+// squares is in a safe range and E[d]^2 <= 4 var; otherwise the general
+// path (a power of two s bringing max|x| to [1, 2), then the corrected
+// two-pass algorithm on x * s). NCHW: a channel is n rows of hw, c * hw
+// apart, each reduced as a LayerNorm row (ReduceRow: blocks of 32 vectors)
+// and added in double. NHWC: a block of channels is GroupNorm's NHWC
+// sample with one channel per group and n * hw positions (ChannelSums:
+// blocks of 32 positions).
+//
+// Inference: y = ((x - rm) * r) * gamma + beta with r = 1 / sqrt(rv + eps)
+// computed in double and rounded once to fp32; x - rm is one fp32
+// rounding (x * 1 - rm), exact when x is within a factor 2 of rm. So the
+// error is |d| * 3u from d, r and the product, plus the final FMA's u|y|:
+// about 2 scaled ulps of (|gamma| * max(1, |xhat|) + |beta|), far inside
+// the registry's f32 bound. The folded form fma(x, gamma * r, beta - rm *
+// gamma * r) would err by u * |rm * gamma * r|, which for rm = 1e4 and
+// rv = 1e-4 (x = 1e4 + 1e-2 N(0, 1)) is ~1e6 u against |xhat| ~ 1.
+//
+// Both apply y = GroupResult with a channel's (s, m, mul, add): training
+// LayerNorm's, inference (1, rm, r, -0). A channel whose statistics are NaN
+// or whose multiplier is infinite is the default quiet NaN throughout.
+
+#if defined(SIMDNORM_LIB_BATCH_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SIMDNORM_LIB_BATCH_ROWS_INL_H_
+#undef SIMDNORM_LIB_BATCH_ROWS_INL_H_
+#else
+#define SIMDNORM_LIB_BATCH_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <utility>
+
+#include "hwy/highway.h"
+#include "lib/batch_norm.h"
+#include "lib/group_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace simdnorm {
+namespace SIMDNORM_NAMESPACE {
+
+// Inference: a channel's (s, m, mul, add) from its running statistics.
+inline RowScale InferenceScale(const internal::BatchArgs& a, size_t ch) {
+  const double r = 1.0 / std::sqrt(static_cast<double>(a.running_var[ch]) +
+                                   static_cast<double>(a.eps));
+  // rv + eps 0, negative or NaN: r is inf or NaN, a NaN channel (NaNRow).
+  return RowScale{1.0f, a.running_mean[ch],
+                  std::isnan(r) ? static_cast<float>(r) : MulToFloat(r), -0.0f,
+                  0.0};
+}
+
+// NCHW: the sums over a channel's n rows (hw elements, row_stride apart),
+// each row reduced as LayerNorm's, added in double.
+template <bool kSum, bool kSq, bool kMax, Shift kShift, class DF, typename TX>
+RowSums ChannelRowSums(DF df, const TX* x, size_t n, size_t hw,
+                       size_t row_stride, float s, float k) {
+  RowSums out;
+  for (size_t i = 0; i < n; ++i) {
+    const RowSums r =
+        ReduceRow<kSum, kSq, kMax, kShift>(df, x + i * row_stride, hw, s, k);
+    out.sum += r.sum;
+    out.sum_sq += r.sum_sq;
+    out.max_abs = std::fmax(out.max_abs, r.max_abs);
+  }
+  return out;
+}
+
+// NCHW training: a channel's statistics, as LayerNormScale over its rows;
+// *mean its mean in double.
+template <class DF, typename TX>
+RowScale ChannelScaleNchw(DF df, const TX* x, size_t n, size_t hw,
+                          size_t row_stride, float eps, double* mean) {
+  const double m = static_cast<double>(n) * hw, inv_m = 1.0 / m;
+  const double e = static_cast<double>(eps);
+  const float k = ToFloat(x[0]);
+  const RowSums d = ChannelRowSums<true, true, false, Shift::kSub>(
+      df, x, n, hw, row_stride, 1.0f, k);
+  const double mean_d = d.sum * inv_m, var = d.sum_sq * inv_m - mean_d * mean_d;
+  if (SafeSumOfSquares(d.sum_sq) && mean_d * mean_d <= 4.0 * var) {
+    *mean = static_cast<double>(k) + mean_d;
+    const double mul = 1.0 / std::sqrt(var + e);
+    return RowScale{1.0f, k, static_cast<float>(mul),
+                    static_cast<float>(-mean_d * mul), var * m};
+  }
+  // General path (LayerNormScaleGeneral over the rows).
+  const float s = ScaleFor(ChannelRowSums<false, false, true, Shift::kNone>(
+                               df, x, n, hw, row_stride, 1.0f, 0.0f)
+                               .max_abs);
+  const RowSums first = ChannelRowSums<true, false, false, Shift::kScaleSub>(
+      df, x, n, hw, row_stride, s, k * s);
+  const float m0 =
+      static_cast<float>(static_cast<double>(k) * s + first.sum * inv_m);
+  const RowSums dev = ChannelRowSums<true, true, false, Shift::kScaleSub>(
+      df, x, n, hw, row_stride, s, m0);
+  const double c = dev.sum * inv_m, sd = static_cast<double>(s);
+  const double var_s = std::fmax(dev.sum_sq * inv_m - c * c, 0.0) / (sd * sd);
+  const double mul = 1.0 / (std::sqrt(var_s + e) * sd);
+  *mean = (static_cast<double>(m0) + c) / sd;
+  return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul),
+                  var_s * m};
+}
+
+template <typename TX, typename TY>
+HWY_NOINLINE void BatchNchw(const internal::BatchArgs& a, size_t begin,
+                            size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t row_stride = a.c * a.hw;
+  for (size_t ch = begin; ch < end; ++ch) {
+    const TX* x = static_cast<const TX*>(a.x) + ch * a.hw;
+    TY* y = static_cast<TY*>(a.y) + ch * a.hw;
+    RowScale k;
+    if (a.training) {
+      k = ChannelScaleNchw(df, x, a.n, a.hw, row_stride, a.eps, &a.mean[ch]);
+      a.var[ch] = k.second / (static_cast<double>(a.n) * a.hw);
+    } else {
+      k = InferenceScale(a, ch);
+    }
+    const bool nan = NaNRow(k);
+    for (size_t i = 0; i < a.n; ++i) {
+      if (HWY_UNLIKELY(nan)) {
+        FillNaN(df, y + i * row_stride, static_cast<float*>(nullptr), 0, a.hw);
+      } else {
+        ApplyChannels(df, x + i * row_stride, y + i * row_stride, a.gamma + ch,
+                      a.beta + ch, 1, a.hw, k);
+      }
+    }
+  }
+}
+
+template <typename TX, typename TY>
+HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
+                            size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df), rows = a.n * a.hw;
+  ChannelScratch t(internal::kBatchBlock, N);
+  RowScale k[internal::kBatchBlock];
+  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
+  float* g = weights.get();
+  float* b = g + t.cp;
+  for (size_t u = begin; u < end; ++u) {
+    const size_t c0 = u * internal::kBatchBlock;
+    const size_t cb = std::min(internal::kBatchBlock, a.c - c0);
+    const TX* x = static_cast<const TX*>(a.x) + c0;
+    TY* y = static_cast<TY*>(a.y) + c0;
+    std::copy(a.gamma + c0, a.gamma + c0 + cb, g);
+    std::copy(a.beta + c0, a.beta + c0 + cb, b);
+    if (a.training) {
+      // GroupNorm's NHWC statistics with one channel per group.
+      const internal::GroupArgs ga{cb,  rows,    cb,      1,    a.x,
+                                   a.y, nullptr, nullptr, a.eps};
+      NhwcStats(df, ga, x, a.c, t, k, a.mean + c0);
+      for (size_t j = 0; j < cb; ++j) {
+        a.var[c0 + j] = k[j].second / static_cast<double>(rows);
+      }
+    } else {
+      for (size_t j = 0; j < cb; ++j) k[j] = InferenceScale(a, c0 + j);
+    }
+    SetChannels(t, k, cb, 1);
+    ApplyNhwc(df, x, y, cb, a.c, rows, t, g, b);
+  }
+}
+
+// This target's table, [layout][x_type][y_type], filled at compile time.
+struct BatchKernels {
+  internal::BatchTable table = {};
+
+  template <size_t... I>
+  constexpr void Fill(std::index_sequence<I...>) {
+    ((table[0][I / 3][I % 3] = &BatchNchw<InType<I / 3>, InType<I % 3>>), ...);
+    ((table[1][I / 3][I % 3] = &BatchNhwc<InType<I / 3>, InType<I % 3>>), ...);
+  }
+  constexpr BatchKernels() { Fill(std::make_index_sequence<9>()); }
+};
+
+}  // namespace SIMDNORM_NAMESPACE
+}  // namespace simdnorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // SIMDNORM_LIB_BATCH_ROWS_INL_H_
