@@ -30,8 +30,9 @@ to the input's dtype, then multiplied by the weight. `layer_norm` rounds
 once. `RMSNorm(..., weight_offset=1)` is Gemma's: (1 + weight) in float32,
 one rounding.
 
-GroupNorm and InstanceNorm (`group_norm`, `instance_norm`, the `GroupNorm`
-and `InstanceNorm1d/2d/3d` modules) read contiguous (NCHW) and
+GroupNorm, InstanceNorm and BatchNorm (`group_norm`, `instance_norm`,
+`batch_norm`, the `GroupNorm`, `InstanceNorm1d/2d/3d` and
+`BatchNorm1d/2d/3d` modules) read contiguous (NCHW) and
 channels_last (NHWC) tensors in place and write the output in the input's
 memory format. Their 16-bit results are the float32 result rounded once
 (SIMDNORM_FAST_ROUNDING: within half an ulp plus the float32 bound), not
@@ -50,8 +51,9 @@ from . import _core
 from . import _rows
 
 __all__ = ["layer_norm", "rms_norm", "normalize", "group_norm",
-           "instance_norm", "LayerNorm", "RMSNorm", "GroupNorm",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "patch"]
+           "instance_norm", "batch_norm", "LayerNorm", "RMSNorm",
+           "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "patch"]
 
 _DTYPES = {torch.float32: _core.F32, torch.bfloat16: _core.BF16,
            torch.float16: _core.F16}
@@ -401,6 +403,22 @@ def _channels_last(t):
     return shape[0] == 1 or strides[0] == expected
 
 
+def _layout(x):
+    """(x, layout, y): an (N, C, *spatial) tensor read in place as NCHW
+    (contiguous) or NHWC (channels last), any other layout through a
+    contiguous copy; y a new tensor of x's dtype and memory format."""
+    if x.is_contiguous():
+        return x, _core.NCHW, torch.empty(x.shape, dtype=x.dtype)
+    if x.dim() > 2 and _channels_last(x):
+        # (N, *spatial, C) dense, seen as (N, C, *spatial): x's strides.
+        n, c = x.shape[0], x.shape[1]
+        y = torch.empty((n,) + tuple(x.shape[2:]) + (c,),
+                        dtype=x.dtype).movedim(-1, 1)
+        return x, _core.NHWC, y
+    x = x.contiguous()
+    return x, _core.NCHW, torch.empty(x.shape, dtype=x.dtype)
+
+
 def _group_params(who, c, weight, bias):
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
@@ -436,18 +454,7 @@ def _group_norm(who, x, num_groups, weight, bias, eps):
                           "channels")
     gamma, beta, param_type, keep = _group_params(who, c, weight, bias)
     hw = math.prod(x.shape[2:])
-    if x.is_contiguous():
-        layout = _core.NCHW
-        y = torch.empty(x.shape, dtype=x.dtype)
-    elif x.dim() > 2 and _channels_last(x):
-        layout = _core.NHWC
-        # (N, *spatial, C) dense, seen as (N, C, *spatial): x's strides.
-        y = torch.empty((n,) + tuple(x.shape[2:]) + (c,),
-                        dtype=x.dtype).movedim(-1, 1)
-    else:
-        layout = _core.NCHW
-        x = x.contiguous()
-        y = torch.empty(x.shape, dtype=x.dtype)
+    x, layout, y = _layout(x)
     if n == 0:
         return y
     flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
@@ -516,25 +523,115 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None,
 def _instance_norm_running(who, x, running_mean, running_var, weight, bias,
                            eps):
     """use_input_stats=False: (x - running_mean) / sqrt(running_var + eps)
-    * weight + bias per channel. A STOPGAP in torch ops (float32), until
-    the library has a per-channel (BatchNorm) inference kernel; no copy
-    of the statistics is kept."""
+    * weight + bias per channel, which is BatchNorm's inference."""
     if running_mean is None or running_var is None:
         raise ValueError(f"{who}: use_input_stats=False needs running_mean "
                          "and running_var")
+    return _batch_norm(who, x, running_mean, running_var, weight, bias,
+                       False, 0.0, eps)
+
+
+# BatchNorm (simdnorm_batch_norm).
+
+_NO_BATCH_BACKWARD = "simdnorm has no BatchNorm backward pass"
+
+
+def _running(who, name, t, c):
+    """(address, float32 tensor the kernel uses, t): a running statistic
+    of c elements; a float32 contiguous one is used in place, any other
+    floating one through a float32 temporary (copied back by the
+    caller)."""
+    if t is None:
+        return 0, None, None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{who}: {name} must be a torch.Tensor, not "
+                        f"{type(t).__name__}")
+    if not t.is_floating_point() or not t.is_cpu or (
+            t.layout is not torch.strided):
+        raise _rows.dtype_error(who, f"{name} is a {t.dtype} tensor on "
+                                f"{t.device}; simdnorm takes floating CPU "
+                                "tensors")
+    if t.numel() != c or t.dim() != 1:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"{name} has shape {tuple(t.shape)}, input has "
+                          f"{c} channels")
+    work = t
+    if t.dtype != torch.float32 or not t.is_contiguous():
+        work = t.detach().to(torch.float32, memory_format=(
+            torch.contiguous_format), copy=True)
+    return work.data_ptr(), work, t
+
+
+def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
+                momentum, eps):
+    """BatchNorm of an (N, C, *spatial) tensor into a new one of its dtype
+    and memory format (layouts as _group_norm's); running statistics
+    updated in place in training. Nothing is written on an error."""
+    x_type = _tensor(x, "input", who)
     if _is_grad_enabled():
         for name, t in (("input", x), ("weight", weight), ("bias", bias)):
             if getattr(t, "requires_grad", False):
-                raise _no_grad_error(who, name, _NO_GROUP_BACKWARD)
-    view = (1, -1) + (1,) * (x.dim() - 2)
-    scale = torch.rsqrt(running_var.float() + eps)
-    if weight is not None:
-        scale = scale * weight.float()
-    shift = -running_mean.float() * scale
-    if bias is not None:
-        shift = shift + bias.float()
-    y = x.float() * scale.view(view) + shift.view(view)
-    return y.to(x.dtype)
+                raise _no_grad_error(who, name, _NO_BATCH_BACKWARD)
+    if x.dim() < 2:
+        raise _rows.error(_core.INVALID_SHAPE, who,
+                          f"input has shape {tuple(x.shape)}; expected (N, "
+                          "C, *spatial)")
+    if momentum is None:
+        raise NotImplementedError(
+            f"{who}: momentum=None (a cumulative moving average) is not "
+            "supported; pass the factor (torch's BatchNorm modules pass "
+            "1 / num_batches_tracked)")
+    training = bool(training)
+    n, c = x.shape[0], x.shape[1]
+    hw = math.prod(x.shape[2:])
+    if (running_mean is None) != (running_var is None):
+        raise ValueError(f"{who}: running_mean and running_var must be "
+                         "given both or neither")
+    if not training and running_mean is None:
+        raise ValueError(f"{who}: inference (training=False) needs "
+                         "running_mean and running_var")
+    mean_ptr, mean_work, mean = _running(who, "running_mean", running_mean,
+                                         c)
+    var_ptr, var_work, var = _running(who, "running_var", running_var, c)
+    gamma, beta, param_type, keep = _group_params(who, c, weight, bias)
+    if training and n * hw == 1:
+        raise ValueError(f"{who}: expected more than 1 value per channel "
+                         f"when training, got input size {list(x.shape)}")
+    x, layout, y = _layout(x)
+    if n == 0:
+        return y
+    flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
+    status = _core.batch_norm(
+        n, c, hw, layout, x.data_ptr(), y.data_ptr(),
+        x_type | x_type << 4 | param_type << 8, gamma, beta, mean_ptr,
+        var_ptr, 0, 0, float(momentum), float(eps), training, flags,
+        torch.get_num_threads())
+    del keep
+    if status:
+        raise _rows.error(status, who)
+    if training:
+        with torch.no_grad():
+            for work, running in ((mean_work, mean), (var_work, var)):
+                if work is not None and work is not running:
+                    running.copy_(work)
+    return y
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,
+               training=False, momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm: each channel normalized over the
+    batch and its positions, by the batch's statistics (training; the
+    running ones, when given, updated in place: running = (1 - momentum)
+    * running + momentum * the batch's mean and unbiased variance) or by
+    running_mean and running_var (training=False, where they are
+    required). float32, bfloat16 and float16 input, weights of its dtype
+    or float32, running statistics float32 (others through a float32
+    copy); the output in the input's dtype and memory format (contiguous
+    or channels_last, read in place). 16-bit results: the float32 result
+    rounded once. momentum=None raises NotImplementedError. No backward
+    pass yet (see the module's documentation)."""
+    return _batch_norm("simdnorm.torch.batch_norm", input, running_mean,
+                       running_var, weight, bias, training, momentum, eps)
 
 
 # Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/
@@ -705,6 +802,56 @@ class InstanceNorm3d(_InstanceNormMixin, torch.nn.InstanceNorm3d):
     """torch.nn.InstanceNorm3d computed by simdnorm (instance_norm)."""
 
 
+class _BatchNormMixin:
+    """torch's _BatchNorm.forward with F.batch_norm replaced by simdnorm's:
+    the same checks, training flag, track_running_stats and
+    num_batches_tracked."""
+
+    def forward(self, input):
+        if self.momentum is None:
+            # A cumulative moving average (1 / num_batches_tracked): left
+            # to torch's own forward rather than refused.
+            return super().forward(input)
+        self._check_input_dim(input)
+        track = self.training and self.track_running_stats
+        if self.training:
+            bn_training = True
+        else:
+            bn_training = self.running_mean is None and (
+                self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        y = _batch_norm(
+            f"simdnorm.torch.{type(self).__name__}", input,
+            self.running_mean if use_running else None,
+            self.running_var if use_running else None, self.weight,
+            self.bias, bn_training, self.momentum, self.eps)
+        # Counted after the call (torch counts before): a call that raises
+        # changes nothing.
+        if track and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+        return y
+
+
+class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
+    """torch.nn.BatchNorm1d computed by simdnorm (batch_norm); no backward
+    pass yet."""
+
+
+class BatchNorm2d(_BatchNormMixin, torch.nn.BatchNorm2d):
+    """torch.nn.BatchNorm2d computed by simdnorm (batch_norm); no backward
+    pass yet."""
+
+
+class BatchNorm3d(_BatchNormMixin, torch.nn.BatchNorm3d):
+    """torch.nn.BatchNorm3d computed by simdnorm (batch_norm); no backward
+    pass yet."""
+
+
+_BATCH_NORMS = {torch.nn.BatchNorm1d: BatchNorm1d,
+                torch.nn.BatchNorm2d: BatchNorm2d,
+                torch.nn.BatchNorm3d: BatchNorm3d}
+
+
 _INSTANCE_NORMS = {torch.nn.InstanceNorm1d: InstanceNorm1d,
                    torch.nn.InstanceNorm2d: InstanceNorm2d,
                    torch.nn.InstanceNorm3d: InstanceNorm3d}
@@ -719,7 +866,8 @@ def _replacement(module, fast_rounding):
     """simdnorm's module for a torch or Hugging Face norm module (sharing
     its parameters), or None for any other module."""
     if isinstance(module,
-                  (LayerNorm, RMSNorm, GroupNorm, _InstanceNormMixin)):
+                  (LayerNorm, RMSNorm, GroupNorm, _InstanceNormMixin,
+                   _BatchNormMixin)):
         return None
     cls = type(module)
     if cls is torch.nn.GroupNorm:
@@ -727,8 +875,9 @@ def _replacement(module, fast_rounding):
                         module.affine, device="meta")
         new.weight = module.weight
         new.bias = module.bias
-    elif cls in _INSTANCE_NORMS:
-        new = _INSTANCE_NORMS[cls](module.num_features, module.eps,
+    elif cls in _INSTANCE_NORMS or cls in _BATCH_NORMS:
+        new = (_INSTANCE_NORMS.get(cls) or _BATCH_NORMS[cls])(
+            module.num_features, module.eps,
                                    module.momentum, module.affine,
                                    module.track_running_stats, device="meta")
         new.weight = module.weight
@@ -764,7 +913,7 @@ def _replacement(module, fast_rounding):
 
 def patch(model, *, fast_rounding=False):
     """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm,
-    torch.nn.InstanceNorm1d/2d/3d and every Hugging Face-style RMSNorm (a
+    torch.nn.InstanceNorm1d/2d/3d, torch.nn.BatchNorm1d/2d/3d and every Hugging Face-style RMSNorm (a
     class named *RMSNorm with a 1-d `weight` and `variance_epsilon` or
     `eps`) inside `model` for simdnorm's module of
     the same name, sharing their parameters (so their weights are kept).

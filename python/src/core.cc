@@ -29,6 +29,11 @@ T* Ptr(uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
+// The i-th dtype packed in `types` (x | y << 4 | param << 8).
+simdnorm_dtype TypeAt(unsigned types, int i) {
+  return static_cast<simdnorm_dtype>((types >> (4 * i)) & 0xFu);
+}
+
 // The descriptor of one call. `types` packs the three dtypes (x | y << 4 |
 // param << 8) so that the hot call takes fewer arguments: pybind11 converts
 // each one separately, and the torch layer's budget per call is about 1 us.
@@ -424,27 +429,63 @@ PYBIND11_MODULE(_core, m) {
          float eps, unsigned flags, size_t max_threads) {
         // In the field order of simdnorm_group_desc (which only grows at
         // its end).
-        const simdnorm_group_desc d{
-            n,
-            c,
-            hw,
-            groups,
-            static_cast<simdnorm_layout>(layout),
-            Ptr<const void>(x),
-            static_cast<simdnorm_dtype>(types & 0xFu),
-            Ptr<void>(y),
-            static_cast<simdnorm_dtype>((types >> 4) & 0xFu),
-            Ptr<const void>(gamma),
-            Ptr<const void>(beta),
-            static_cast<simdnorm_dtype>((types >> 8) & 0xFu),
-            eps,
-            max_threads,
-            flags};
+        const simdnorm_group_desc d{n,
+                                    c,
+                                    hw,
+                                    groups,
+                                    static_cast<simdnorm_layout>(layout),
+                                    Ptr<const void>(x),
+                                    TypeAt(types, 0),
+                                    Ptr<void>(y),
+                                    TypeAt(types, 1),
+                                    Ptr<const void>(gamma),
+                                    Ptr<const void>(beta),
+                                    TypeAt(types, 2),
+                                    eps,
+                                    max_threads,
+                                    flags};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_group_norm(&d));
       },
       "simdnorm_group_norm on one descriptor (n, c, hw, groups, layout, x, "
       "y, types = x | y << 4 | param << 8, gamma, beta, eps, flags, "
+      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+
+  m.def(
+      "batch_norm",
+      [](size_t n, size_t c, size_t hw, int layout, uintptr_t x, uintptr_t y,
+         unsigned types, uintptr_t gamma, uintptr_t beta,
+         uintptr_t running_mean, uintptr_t running_var, uintptr_t save_mean,
+         uintptr_t save_invstd, float momentum, float eps, bool training,
+         unsigned flags, size_t max_threads) {
+        // In the field order of simdnorm_batch_desc (which only grows at
+        // its end).
+        const simdnorm_batch_desc d{n,
+                                    c,
+                                    hw,
+                                    static_cast<simdnorm_layout>(layout),
+                                    Ptr<const void>(x),
+                                    TypeAt(types, 0),
+                                    Ptr<void>(y),
+                                    TypeAt(types, 1),
+                                    Ptr<const void>(gamma),
+                                    Ptr<const void>(beta),
+                                    TypeAt(types, 2),
+                                    Ptr<float>(running_mean),
+                                    Ptr<float>(running_var),
+                                    Ptr<float>(save_mean),
+                                    Ptr<float>(save_invstd),
+                                    momentum,
+                                    eps,
+                                    training ? 1 : 0,
+                                    max_threads,
+                                    flags};
+        py::gil_scoped_release unlocked;
+        return static_cast<int>(simdnorm_batch_norm(&d));
+      },
+      "simdnorm_batch_norm on one descriptor (n, c, hw, layout, x, y, "
+      "types = x | y << 4 | param << 8, gamma, beta, running_mean, "
+      "running_var, save_mean, save_invstd, momentum, eps, training, flags, "
       "max_threads; addresses as integers, 0 = NULL); returns the status.");
 
   m.def(
@@ -507,5 +548,6 @@ PYBIND11_MODULE(_core, m) {
         return ops;
       },
       "The registry's operations (simdnorm_op_at) as dicts; `descriptor` "
-      "is \"row\" (normalize) or \"group\" (group_norm).");
+      "is \"row\" (normalize), \"group\" (group_norm) or \"batch\" "
+      "(batch_norm).");
 }

@@ -1,4 +1,4 @@
-"""GroupNorm, InstanceNorm and L2 over any dim in simdnorm.torch (and
+"""GroupNorm, InstanceNorm, BatchNorm and L2 over any dim in simdnorm.torch (and
 simdnorm.group_norm for NumPy) against torch's own functions computed in
 float64: float32 results within the registry's bound (scaled fp32 ulps),
 16-bit ones within half an ulp more (group_norm's 16-bit results are the
@@ -183,14 +183,227 @@ def test_instance_norm_and_running_stats_match_torch(dtype):
     exact = F.instance_norm(xd, None, None, w.double(), b.double(), eps=1e-5)
     xhat = F.instance_norm(xd, eps=1e-5)
     _assert_within(y, exact, xhat, _channel(w, 4), _channel(b, 4))
-    # The running statistics instead of the input's (torch ops, stopgap).
+    # The running statistics instead of the input's (BatchNorm inference).
     y = st.instance_norm(x, rm, rv, w, b, use_input_stats=False)
     expected = F.instance_norm(xd, rm.double(), rv.double(), w.double(),
                                b.double(), use_input_stats=False)
-    tol = 1e-5 if dtype == torch.float32 else 1e-2
-    torch.testing.assert_close(y.double(), expected, rtol=tol, atol=tol)
+    xhat = F.instance_norm(xd, rm.double(), rv.double(),
+                           use_input_stats=False)
+    _assert_within(y, expected, xhat, _channel(w, 4), _channel(b, 4),
+                   kind="batchnorm")
     with pytest.raises(ValueError, match="more than 1 spatial element"):
         st.instance_norm(torch.randn(2, 3, 1))
+
+
+def _batch_exact(x, rm, rv, w, b, training, momentum=0.1, eps=1e-5):
+    """(exact y, xhat, running_mean, running_var) in float64: the batch's
+    statistics by two passes (training) or the running ones."""
+    xd = x.double()
+    dims = [0] + list(range(2, x.dim()))
+    view = (1, -1) + (1,) * (x.dim() - 2)
+    if training:
+        mean = xd.mean(dims, keepdim=True)
+        d = xd - mean
+        var = (d * d).mean(dims, keepdim=True)
+    else:
+        mean, var = rm.double().view(view), rv.double().view(view)
+        d = xd - mean
+    xhat = d / torch.sqrt(var + eps)
+    exact = xhat * (1 if w is None else w.double().view(view)) + (
+        0 if b is None else b.double().view(view))
+    new_m = new_v = None
+    if training and rm is not None:
+        m = xd.numel() // x.shape[1]
+        new_m = (1 - momentum) * rm.double() + momentum * mean.flatten()
+        new_v = (1 - momentum) * rv.double() + (
+            momentum * var.flatten() * m / (m - 1))
+    return exact, xhat, new_m, new_v
+
+
+def _check_batch(x, w, b, training, rm=None, rv=None, momentum=0.1):
+    ours_m = None if rm is None else rm.clone()
+    ours_v = None if rv is None else rv.clone()
+    y = st.batch_norm(x, ours_m, ours_v, w, b, training, momentum, 1e-5)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert y.is_contiguous() or not x.is_contiguous()
+    exact, xhat, new_m, new_v = _batch_exact(x, rm, rv, w, b, training,
+                                             momentum)
+    _assert_within(y, exact, xhat, _channel(w, x.dim()), _channel(b, x.dim()),
+                   kind="batchnorm")
+    if new_m is not None:
+        torch.testing.assert_close(ours_m.double(), new_m, rtol=1e-6,
+                                   atol=1e-7)
+        torch.testing.assert_close(ours_v.double(), new_v, rtol=1e-6,
+                                   atol=1e-7)
+        # torch's own update (from F.batch_norm in float64) agrees.
+        their_m, their_v = rm.double(), rv.double()
+        F.batch_norm(x.double(), their_m, their_v, None, None, True,
+                     momentum, 1e-5)
+        torch.testing.assert_close(ours_m.double(), their_m, rtol=1e-6,
+                                   atol=1e-7)
+        torch.testing.assert_close(ours_v.double(), their_v, rtol=1e-6,
+                                   atol=1e-7)
+    elif rm is not None:
+        assert torch.equal(ours_m, rm) and torch.equal(ours_v, rv)
+    return y
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
+@pytest.mark.parametrize("shape", [(2, 6, 5, 7), (3, 4, 9), (5, 8),
+                                   (1, 4, 2, 3, 5)], ids=str)
+def test_batch_norm_against_float64(shape, dtype):
+    g = torch.Generator().manual_seed(7)
+    c = shape[1]
+    x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
+    w, b = _params(c, dtype, g)
+    rm = torch.randn(c, generator=g)
+    rv = torch.rand(c, generator=g) * 4 + 0.5
+    for training in (False, True):
+        _check_batch(x, w, b, training, rm, rv, momentum=0.3)
+        _check_batch(x, w.float(), b.float(), training, rm, rv)
+    _check_batch(x, None, None, True)  # batch statistics only
+    if len(shape) in (4, 5):
+        fmt = torch.channels_last if len(shape) == 4 else \
+            torch.channels_last_3d
+        xl = x.to(memory_format=fmt)
+        before = xl.clone()
+        for training in (False, True):
+            y = _check_batch(xl, w, b, training, rm, rv)
+            assert y.is_contiguous(memory_format=fmt)
+        assert torch.equal(xl, before)  # input untouched
+        _check_batch(x.transpose(2, 3), w, b, True, rm, rv)  # a copy
+
+
+def test_batch_norm_hard_data_and_other_running_dtypes():
+    g = torch.Generator().manual_seed(8)
+    x = 1e4 + 1e-2 * torch.randn(4, 6, 5, 5, generator=g,
+                                 dtype=torch.float64)
+    x = x.float()
+    w, b = _params(6, torch.float32, g)
+    rm, rv = torch.full((6,), 1e4), torch.full((6,), 1e-4)
+    for t in (x, x.to(memory_format=torch.channels_last)):
+        _check_batch(t, w, b, True, rm, rv)
+        _check_batch(t, w, b, False, rm, rv)
+    # float64 and strided running statistics: through float32 temporaries,
+    # copied back.
+    for rm2, rv2 in ((torch.zeros(6, dtype=torch.float64),
+                      torch.ones(6, dtype=torch.float64)),
+                     (torch.zeros(12)[::2], torch.ones(12)[::2])):
+        y = st.batch_norm(x, rm2, rv2, w, b, True, 0.5)
+        mean0 = x[:, 0].double().mean().item()
+        assert rm2[0].item() == pytest.approx(0.5 * mean0, rel=1e-6)
+        y2 = st.batch_norm(x, rm2, rv2, w, b, False)
+        assert y.shape == y2.shape
+
+
+def test_batch_norm_training_couples_the_batch():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(4, 3, 6, generator=g)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    x2 = x.clone()
+    x2[2] += 1.0  # another sample
+    for training, coupled in ((True, True), (False, False)):
+        y = st.batch_norm(x, rm.clone(), rv.clone(), training=training)
+        y2 = st.batch_norm(x2, rm.clone(), rv.clone(), training=training)
+        assert torch.equal(y[0], y2[0]) != coupled
+
+
+def test_batch_norm_bad_inputs_raise_and_write_nothing():
+    x = torch.randn(2, 6, 4)
+    rm, rv = torch.zeros(6), torch.ones(6)
+    cases = [
+        (ValueError, "running_mean has shape",
+         lambda: st.batch_norm(x, torch.zeros(5), rv, training=True)),
+        (ValueError, "running_var has shape",
+         lambda: st.batch_norm(x, rm, torch.ones(7), training=True)),
+        (TypeError, "int64",
+         lambda: st.batch_norm(torch.ones(2, 6, 4, dtype=torch.int64), rm,
+                               rv, training=True)),
+        (TypeError, "int64",
+         lambda: st.batch_norm(x, torch.zeros(6, dtype=torch.int64), rv,
+                               training=True)),
+        (ValueError, "needs running_mean",
+         lambda: st.batch_norm(x, None, None)),
+        (ValueError, "both or neither",
+         lambda: st.batch_norm(x, rm, None, training=True)),
+        (ValueError, "more than 1 value per channel",
+         lambda: st.batch_norm(torch.randn(1, 6), rm, rv, training=True)),
+        (ValueError, "eps|INVALID",
+         lambda: st.batch_norm(x, rm, rv, training=True, eps=-1.0)),
+        (ValueError, "weight has shape",
+         lambda: st.batch_norm(x, rm, rv, torch.ones(5), training=True)),
+        (NotImplementedError, "momentum=None",
+         lambda: st.batch_norm(x, rm, rv, training=True, momentum=None)),
+        (RuntimeError, "no BatchNorm backward pass",
+         lambda: st.batch_norm(x, rm, rv, torch.ones(6, requires_grad=True),
+                               training=True)),
+        (RuntimeError, "input requires grad",
+         lambda: st.batch_norm(x.clone().requires_grad_(), rm, rv)),
+    ]
+    for cls, match, call in cases:
+        with pytest.raises(cls, match=match):
+            call()
+        assert torch.equal(rm, torch.zeros(6)) and torch.equal(
+            rv, torch.ones(6))
+    with torch.no_grad():
+        st.batch_norm(x, rm, rv, torch.ones(6, requires_grad=True))
+
+
+def test_batch_norm_modules_and_patch():
+    g = torch.Generator().manual_seed(10)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 4, 3), torch.nn.BatchNorm2d(4, affine=False))
+    with torch.no_grad():
+        model[1].weight.uniform_(0.5, 1.5, generator=g)
+        model[1].bias.uniform_(-0.5, 0.5, generator=g)
+        for m in (model[1], model[4]):
+            m.running_mean.uniform_(-0.2, 0.2, generator=g)
+            m.running_var.uniform_(0.5, 2.0, generator=g)
+    x = torch.randn(3, 3, 10, 10, generator=g)
+    ours = copy.deepcopy(model)
+    keys = ours.state_dict().keys()
+    assert st.patch(ours) == 2
+    assert isinstance(ours[1], st.BatchNorm2d)
+    assert ours.state_dict().keys() == keys
+    assert ours[1].running_mean.data_ptr() != model[1].running_mean.data_ptr()
+    with torch.no_grad():
+        model.eval()
+        ours.eval()
+        # Eval against float64: the last BatchNorm's input from torch's
+        # first layers, the bound as above.
+        h = model[:4](x)
+        y = ours[4](h)
+        bn = model[4]
+        exact, xhat, _, _ = _batch_exact(h, bn.running_mean, bn.running_var,
+                                         None, None, False)
+        _assert_within(y, exact, xhat, kind="batchnorm")
+        torch.testing.assert_close(ours(x), model(x), rtol=1e-5, atol=1e-5)
+        xl = x.to(memory_format=torch.channels_last)
+        torch.testing.assert_close(ours(xl), model(xl), rtol=1e-5, atol=1e-5)
+        model.train()
+        ours.train()
+        torch.testing.assert_close(ours(x), model(x), rtol=1e-4, atol=1e-4)
+        for a, b in zip(ours.buffers(), model.buffers()):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert ours[1].num_batches_tracked.item() == 1
+    # patch shares the buffers: the patched module updates the original's.
+    shared = copy.deepcopy(model)
+    bn = shared[1]
+    st.patch(shared)
+    assert shared[1].running_mean is bn.running_mean
+    with torch.no_grad():
+        shared(x)
+    assert bn.num_batches_tracked.item() == 2
+    # momentum=None falls back to torch's cumulative average.
+    m, t = st.BatchNorm1d(4, momentum=None), torch.nn.BatchNorm1d(
+        4, momentum=None)
+    x1 = torch.randn(6, 4, generator=g)
+    with torch.no_grad():
+        torch.testing.assert_close(m(x1), t(x1))
+    torch.testing.assert_close(m.running_var, t.running_var)
+    assert st.BatchNorm3d(2).state_dict().keys() == torch.nn.BatchNorm3d(
+        2).state_dict().keys()
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=NAMES.get)
