@@ -877,9 +877,8 @@ def _replacement(module, fast_rounding):
         new.bias = module.bias
     elif cls in _INSTANCE_NORMS or cls in _BATCH_NORMS:
         new = (_INSTANCE_NORMS.get(cls) or _BATCH_NORMS[cls])(
-            module.num_features, module.eps,
-                                   module.momentum, module.affine,
-                                   module.track_running_stats, device="meta")
+            module.num_features, module.eps, module.momentum, module.affine,
+            module.track_running_stats, device="meta")
         new.weight = module.weight
         new.bias = module.bias
         # Buffers shared as the parameters are (None when not tracked).
@@ -913,10 +912,10 @@ def _replacement(module, fast_rounding):
 
 def patch(model, *, fast_rounding=False):
     """Swaps, in place, every torch.nn.LayerNorm, torch.nn.GroupNorm,
-    torch.nn.InstanceNorm1d/2d/3d, torch.nn.BatchNorm1d/2d/3d and every Hugging Face-style RMSNorm (a
-    class named *RMSNorm with a 1-d `weight` and `variance_epsilon` or
-    `eps`) inside `model` for simdnorm's module of
-    the same name, sharing their parameters (so their weights are kept).
+    torch.nn.InstanceNorm1d/2d/3d, torch.nn.BatchNorm1d/2d/3d and every
+    Hugging Face-style RMSNorm (a class named *RMSNorm with a 1-d `weight`
+    and `variance_epsilon` or `eps`) inside `model` for simdnorm's module
+    of the same name, sharing their parameters (so their weights are kept).
     Gemma's classes (and Qwen3Next's), which scale by (1 + weight), become
     RMSNorm(weight_offset=1). Returns how many modules were swapped. Hooks
     registered on the old modules are not carried over; `model` itself is
