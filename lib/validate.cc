@@ -239,6 +239,47 @@ simdnorm_status Validate(const simdnorm_desc* d, Problem* p) {
   return ValidateAll(d, p);
 }
 
+namespace {
+
+// The dtypes of a backward descriptor, `known` false for its own bad enum
+// (kind, layout): INVALID_ARGUMENT for a value that is not a dtype, then
+// UNSUPPORTED for I8 anywhere.
+simdnorm_status CheckGradTypes(bool known, int x_type, int dy_type, int dx_type,
+                               int param_type) {
+  if (!known || !ValidDType(x_type) || !ValidDType(dy_type) ||
+      !ValidDType(dx_type) || !ValidDType(param_type)) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  if (x_type == SIMDNORM_I8 || dy_type == SIMDNORM_I8 ||
+      dx_type == SIMDNORM_I8 || param_type == SIMDNORM_I8) {
+    return SIMDNORM_UNSUPPORTED;
+  }
+  return SIMDNORM_OK;
+}
+
+// The bytes of a backward call's operands; those absent (and x, dy, dx of
+// an empty call) are empty spans, which overlap nothing.
+struct GradSpans {
+  Span x, dy, dx, gamma, dgamma, dbeta;
+};
+
+// Overlaps of the outputs (dx, dgamma, dbeta) with any other buffer; the
+// one exception is dx == dy exactly.
+simdnorm_status CheckGradOverlaps(const GradSpans& s, bool dx_is_dy) {
+  if (Overlaps(s.dx, s.x) || (!dx_is_dy && Overlaps(s.dx, s.dy)) ||
+      Overlaps(s.dx, s.gamma) || Overlaps(s.dx, s.dgamma) ||
+      Overlaps(s.dx, s.dbeta) || Overlaps(s.dgamma, s.dbeta)) {
+    return SIMDNORM_OVERLAP;
+  }
+  for (const Span& out : {s.dgamma, s.dbeta}) {
+    if (Overlaps(out, s.x) || Overlaps(out, s.dy) || Overlaps(out, s.gamma))
+      return SIMDNORM_OVERLAP;
+  }
+  return SIMDNORM_OK;
+}
+
+}  // namespace
+
 // The backward descriptor (backward.h): the same rules as the forward's,
 // with dx, dgamma and dbeta the outputs.
 simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
@@ -247,15 +288,10 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   const int kind = RawEnum(d->kind), param_type = RawEnum(d->param_type);
   const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
   const int dx_type = RawEnum(d->dx_type);
-  if (OpOf(kind) == nullptr || !OpOf(kind)->info.has_backward ||
-      !ValidDType(x_type) || !ValidDType(dy_type) || !ValidDType(dx_type) ||
-      !ValidDType(param_type)) {
-    return SIMDNORM_INVALID_ARGUMENT;
-  }
-  if (x_type == SIMDNORM_I8 || dy_type == SIMDNORM_I8 ||
-      dx_type == SIMDNORM_I8 || param_type == SIMDNORM_I8) {
-    return SIMDNORM_UNSUPPORTED;
-  }
+  const simdnorm_status types =
+      CheckGradTypes(OpOf(kind) != nullptr && OpOf(kind)->info.has_backward,
+                     x_type, dy_type, dx_type, param_type);
+  if (types != SIMDNORM_OK) return types;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
       !std::isfinite(d->gamma_offset) || d->flags != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
@@ -277,36 +313,22 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   const size_t dy_elem = ElementSize(d->dy_type);
   const size_t dx_elem = ElementSize(d->dx_type);
   const size_t p_elem = ElementSize(d->param_type);
-  Span x{}, dy{}, dx{}, gamma{}, dgamma{}, dbeta{};
+  GradSpans sp{};
   if ((rows > 0 &&
-       (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &x) ||
-        !RowsSpan(d->dy, rows, cols, dy_stride, dy_elem, &dy) ||
-        !RowsSpan(d->dx, rows, cols, dx_stride, dx_elem, &dx) ||
-        (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &gamma)))) ||
+       (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &sp.x) ||
+        !RowsSpan(d->dy, rows, cols, dy_stride, dy_elem, &sp.dy) ||
+        !RowsSpan(d->dx, rows, cols, dx_stride, dx_elem, &sp.dx) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &sp.gamma)))) ||
       (d->dgamma &&
-       !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &dgamma)) ||
-      (d->dbeta && !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &dbeta))) {
+       !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &sp.dgamma)) ||
+      (d->dbeta &&
+       !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &sp.dbeta))) {
     return SIMDNORM_INVALID_SHAPE;
   }
 
-  // Overlaps of the outputs; the one exception is dx == dy exactly.
-  const bool dx_is_dy =
-      d->dx == d->dy && dx_elem == dy_elem && dx_stride == dy_stride;
-  const bool has_gamma = rows > 0 && d->gamma != nullptr;
-  if (rows > 0 && (Overlaps(dx, x) || (!dx_is_dy && Overlaps(dx, dy)) ||
-                   (has_gamma && Overlaps(dx, gamma)) ||
-                   (d->dgamma && Overlaps(dx, dgamma)) ||
-                   (d->dbeta && Overlaps(dx, dbeta)))) {
-    return SIMDNORM_OVERLAP;
-  }
-  const auto hits_inputs = [&](Span out) {
-    return rows > 0 && (Overlaps(out, x) || Overlaps(out, dy) ||
-                        (has_gamma && Overlaps(out, gamma)));
-  };
-  if ((d->dgamma && hits_inputs(dgamma)) || (d->dbeta && hits_inputs(dbeta)) ||
-      (d->dgamma && d->dbeta && Overlaps(dgamma, dbeta))) {
-    return SIMDNORM_OVERLAP;
-  }
+  const simdnorm_status overlap = CheckGradOverlaps(
+      sp, d->dx == d->dy && dx_elem == dy_elem && dx_stride == dy_stride);
+  if (overlap != SIMDNORM_OK) return overlap;
 
   BackwardArgs& a = p->args;
   a.kind = kind;
