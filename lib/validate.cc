@@ -9,6 +9,7 @@
 
 #include "lib/backward.h"
 #include "lib/batch_norm.h"
+#include "lib/group_backward.h"
 #include "lib/group_norm.h"
 
 namespace simdnorm {
@@ -460,6 +461,71 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   a.beta = nullptr;
   a.eps = d->eps;
   SetChannelOperands(*d, p);
+  return SIMDNORM_OK;
+}
+
+// The group backward descriptor (group_backward.h): the group rules for
+// the shape, the row backward's for the outputs dx, dgamma and dbeta.
+simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
+                                      GroupBackwardProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
+  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
+  const int dx_type = RawEnum(d->dx_type);
+  const simdnorm_status types =
+      CheckGradTypes(layout == SIMDNORM_NCHW || layout == SIMDNORM_NHWC, x_type,
+                     dy_type, dx_type, param_type);
+  if (types != SIMDNORM_OK) return types;
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  const size_t n = d->n, c = d->c, hw = d->hw, groups = d->groups;
+  if (n > 0 && (d->x == nullptr || d->dy == nullptr || d->dx == nullptr))
+    return SIMDNORM_INVALID_ARGUMENT;
+  const bool has_sums = d->dgamma != nullptr || d->dbeta != nullptr;
+  size_t total = 0;
+  if ((n > 0 || has_sums) &&
+      (c == 0 || hw == 0 || groups == 0 || c % groups != 0 ||
+       __builtin_mul_overflow(c, hw, &total) ||
+       __builtin_mul_overflow(total, n, &total))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const size_t x_elem = ElementSize(d->x_type);
+  const size_t dy_elem = ElementSize(d->dy_type);
+  const size_t dx_elem = ElementSize(d->dx_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  GradSpans sp{};
+  if ((n > 0 &&
+       (!RowsSpan(d->x, 1, total, total, x_elem, &sp.x) ||
+        !RowsSpan(d->dy, 1, total, total, dy_elem, &sp.dy) ||
+        !RowsSpan(d->dx, 1, total, total, dx_elem, &sp.dx) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)))) ||
+      (d->dgamma && !RowsSpan(d->dgamma, 1, c, c, sizeof(float), &sp.dgamma)) ||
+      (d->dbeta && !RowsSpan(d->dbeta, 1, c, c, sizeof(float), &sp.dbeta))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  // dx == dy: the same pointer and element size (the same layout).
+  const simdnorm_status overlap =
+      CheckGradOverlaps(sp, d->dx == d->dy && dx_elem == dy_elem);
+  if (overlap != SIMDNORM_OK) return overlap;
+
+  GroupBackwardArgs& a = p->args;
+  a.stats = GroupArgs{c,     hw,      groups,  groups ? c / groups : 0,
+                      d->x,  nullptr, nullptr, nullptr,
+                      d->eps};
+  a.dy = d->dy;
+  a.dy_type = dy_type;
+  a.dx = d->dx;
+  a.dx_type = dx_type;
+  a.gamma = nullptr;
+  a.dgamma_part = a.dbeta_part = nullptr;
+  p->n = n;
+  p->layout = layout;
+  p->x_type = x_type;
+  p->param_type = param_type;
+  p->gamma = d->gamma;
+  p->dgamma = d->dgamma;
+  p->dbeta = d->dbeta;
   return SIMDNORM_OK;
 }
 
