@@ -547,7 +547,7 @@ TEST(GroupBackwardReference, FiniteDifferences) {
 
 // dx, dgamma and dbeta bitwise the same for 1, 2, 3 and the default number
 // of threads (units large enough to be split).
-TEST(GroupBackwardThreads, BitsDoNotDependOnThreads) {
+TEST(GroupBackwardThreadsTest, BitsDoNotDependOnThreads) {
   for (simdnorm_layout l : kLayouts) {
     Grad first(Shape{4, 32, 1024, 8}, l, SIMDNORM_BF16, SIMDNORM_F32,
                SIMDNORM_F32, SIMDNORM_F32);
