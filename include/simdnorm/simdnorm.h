@@ -426,8 +426,9 @@ static inline simdnorm_status simdnorm_group_norm_reference(
  *
  * Threads as for the forward: (sample, group) units (NCHW) or samples
  * (NHWC) over at most max_threads threads. Allocation: one heap allocation
- * per call (the fp32 gamma and the samples' partial sums), and in NHWC the
- * forward's per-thread channel scratch. */
+ * per call (the fp32 gamma and the samples' partial sums), and in NHWC, as
+ * in the forward, per-thread scratch (per-channel constants and fp32
+ * blocks of dy and dx). */
 typedef struct simdnorm_group_backward_desc {
   size_t n;      /* samples */
   size_t c;      /* channels */
