@@ -44,7 +44,8 @@ void RunBlocks(void* ctx, size_t begin, size_t end) {
   }
 }
 
-// out[j] = the blocks' sums of column j added in block order, in double.
+}  // namespace
+
 void AddBlocks(const float* blocks, size_t num_blocks, size_t n, float* out) {
   for (size_t j = 0; j < n; ++j) {
     double sum = 0.0;
@@ -52,8 +53,6 @@ void AddBlocks(const float* blocks, size_t num_blocks, size_t n, float* out) {
     out[j] = static_cast<float>(sum);
   }
 }
-
-}  // namespace
 
 Status Backward(const simdnorm_backward_desc& d) {
   BackwardProblem p;

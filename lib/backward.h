@@ -81,6 +81,11 @@ Status BackwardReference(const simdnorm_backward_desc& d);
 // result does not depend on the threads.
 inline constexpr size_t kGradBlockRows = 32;
 
+// out[j] = the blocks' partial sums of column j (num_blocks rows of n
+// floats) added in block order in double, rounded once: the same bits for
+// any split of the work that made the blocks.
+void AddBlocks(const float* blocks, size_t num_blocks, size_t n, float* out);
+
 }  // namespace internal
 }  // namespace simdnorm
 

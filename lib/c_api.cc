@@ -2,6 +2,7 @@
 #include "lib/backward.h"
 #include "lib/batch_norm.h"
 #include "lib/descriptor.h"
+#include "lib/group_backward.h"
 #include "lib/group_norm.h"
 #include "lib/isa.h"
 #include "simdnorm/simdnorm.h"
@@ -43,6 +44,18 @@ simdnorm_status simdnorm_group_norm_reference_sized(
     const simdnorm_group_desc* d, size_t desc_size) {
   return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
       d, desc_size, simdnorm::internal::GroupNormReference));
+}
+
+simdnorm_status simdnorm_group_norm_backward_sized(
+    const simdnorm_group_backward_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::GroupBackward));
+}
+
+simdnorm_status simdnorm_group_norm_backward_reference_sized(
+    const simdnorm_group_backward_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::GroupBackwardReference));
 }
 
 simdnorm_status simdnorm_batch_norm_sized(const simdnorm_batch_desc* d,

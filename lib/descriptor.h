@@ -27,6 +27,9 @@ inline constexpr size_t MinDescriptorSize(const simdnorm_backward_desc*) {
 inline constexpr size_t MinDescriptorSize(const simdnorm_group_desc*) {
   return SIMDNORM_GROUP_DESC_MIN_SIZE;
 }
+inline constexpr size_t MinDescriptorSize(const simdnorm_group_backward_desc*) {
+  return SIMDNORM_GROUP_BACKWARD_DESC_MIN_SIZE;
+}
 inline constexpr size_t MinDescriptorSize(const simdnorm_batch_desc*) {
   return SIMDNORM_BATCH_DESC_MIN_SIZE;
 }

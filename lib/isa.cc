@@ -76,6 +76,13 @@ struct IsaList {
           isa->group[l][x][y] = (*k.table)[l][x][y];
   }
 
+  // Adds a target's GroupNorm backward kernels.
+  static void AddGroupBackward(const TargetGroupBackward& k, void* self) {
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
+    std::memcpy(isa->group_backward, k.table, sizeof(GroupBackwardTable));
+  }
+
   // Adds a target's BatchNorm kernels.
   static void AddBatch(const TargetBatch& k, void* self) {
     Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
@@ -97,6 +104,9 @@ struct IsaList {
       for (const auto& by_x : by_layout)
         for (GroupFn f : by_x)
           if (f == nullptr) return false;
+    for (const auto& by_layout : isa.group_backward)
+      for (GroupBackwardFn f : by_layout)
+        if (f == nullptr) return false;
     for (const auto& by_layout : isa.batch)
       for (const auto& by_x : by_layout)
         for (BatchFn f : by_x)
@@ -121,6 +131,7 @@ struct IsaList {
     VisitRMSNormKernels(&Add<kUncenteredFamily>, this);
     VisitBackwardKernels(&AddBackward, this);
     VisitGroupKernels(&AddGroup, this);
+    VisitGroupBackwardKernels(&AddGroupBackward, this);
     VisitBatchKernels(&AddBatch, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
@@ -137,6 +148,8 @@ struct IsaList {
       for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
         if (storage[i].target == HWY_AVX3) {
           std::memcpy(bf16->group, storage[i].group, sizeof(GroupTable));
+          std::memcpy(bf16->group_backward, storage[i].group_backward,
+                      sizeof(GroupBackwardTable));
           std::memcpy(bf16->batch, storage[i].batch, sizeof(BatchTable));
         }
       }

@@ -108,7 +108,8 @@ const Op kOps[kNumRowKinds] = {
 };
 
 // Statistics as LayerNorm's, so its fp32 bound (docs/accuracy.md); 16-bit y
-// only with SIMDNORM_FAST_ROUNDING for now.
+// only with SIMDNORM_FAST_ROUNDING for now. Its backward pass is
+// simdnorm_group_norm_backward.
 const simdnorm_op_info kGroupNormInfo = {
     SIMDNORM_GROUPNORM,
     "groupnorm",
@@ -121,7 +122,7 @@ const simdnorm_op_info kGroupNormInfo = {
     kFloats,
     SIMDNORM_FAST_ROUNDING,
     kF32Bound,
-    0,
+    1,
     SIMDNORM_GROUP_DESC};
 
 // Training statistics as LayerNorm's, inference within a few ulps (see

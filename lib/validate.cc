@@ -9,6 +9,7 @@
 
 #include "lib/backward.h"
 #include "lib/batch_norm.h"
+#include "lib/group_backward.h"
 #include "lib/group_norm.h"
 
 namespace simdnorm {
@@ -239,6 +240,47 @@ simdnorm_status Validate(const simdnorm_desc* d, Problem* p) {
   return ValidateAll(d, p);
 }
 
+namespace {
+
+// The dtypes of a backward descriptor, `known` false for its own bad enum
+// (kind, layout): INVALID_ARGUMENT for a value that is not a dtype, then
+// UNSUPPORTED for I8 anywhere.
+simdnorm_status CheckGradTypes(bool known, int x_type, int dy_type, int dx_type,
+                               int param_type) {
+  if (!known || !ValidDType(x_type) || !ValidDType(dy_type) ||
+      !ValidDType(dx_type) || !ValidDType(param_type)) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  if (x_type == SIMDNORM_I8 || dy_type == SIMDNORM_I8 ||
+      dx_type == SIMDNORM_I8 || param_type == SIMDNORM_I8) {
+    return SIMDNORM_UNSUPPORTED;
+  }
+  return SIMDNORM_OK;
+}
+
+// The bytes of a backward call's operands; those absent (and x, dy, dx of
+// an empty call) are empty spans, which overlap nothing.
+struct GradSpans {
+  Span x, dy, dx, gamma, dgamma, dbeta;
+};
+
+// Overlaps of the outputs (dx, dgamma, dbeta) with any other buffer; the
+// one exception is dx == dy exactly.
+simdnorm_status CheckGradOverlaps(const GradSpans& s, bool dx_is_dy) {
+  if (Overlaps(s.dx, s.x) || (!dx_is_dy && Overlaps(s.dx, s.dy)) ||
+      Overlaps(s.dx, s.gamma) || Overlaps(s.dx, s.dgamma) ||
+      Overlaps(s.dx, s.dbeta) || Overlaps(s.dgamma, s.dbeta)) {
+    return SIMDNORM_OVERLAP;
+  }
+  for (const Span& out : {s.dgamma, s.dbeta}) {
+    if (Overlaps(out, s.x) || Overlaps(out, s.dy) || Overlaps(out, s.gamma))
+      return SIMDNORM_OVERLAP;
+  }
+  return SIMDNORM_OK;
+}
+
+}  // namespace
+
 // The backward descriptor (backward.h): the same rules as the forward's,
 // with dx, dgamma and dbeta the outputs.
 simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
@@ -247,15 +289,10 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   const int kind = RawEnum(d->kind), param_type = RawEnum(d->param_type);
   const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
   const int dx_type = RawEnum(d->dx_type);
-  if (OpOf(kind) == nullptr || !OpOf(kind)->info.has_backward ||
-      !ValidDType(x_type) || !ValidDType(dy_type) || !ValidDType(dx_type) ||
-      !ValidDType(param_type)) {
-    return SIMDNORM_INVALID_ARGUMENT;
-  }
-  if (x_type == SIMDNORM_I8 || dy_type == SIMDNORM_I8 ||
-      dx_type == SIMDNORM_I8 || param_type == SIMDNORM_I8) {
-    return SIMDNORM_UNSUPPORTED;
-  }
+  const simdnorm_status types =
+      CheckGradTypes(OpOf(kind) != nullptr && OpOf(kind)->info.has_backward,
+                     x_type, dy_type, dx_type, param_type);
+  if (types != SIMDNORM_OK) return types;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
       !std::isfinite(d->gamma_offset) || d->flags != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
@@ -277,36 +314,22 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   const size_t dy_elem = ElementSize(d->dy_type);
   const size_t dx_elem = ElementSize(d->dx_type);
   const size_t p_elem = ElementSize(d->param_type);
-  Span x{}, dy{}, dx{}, gamma{}, dgamma{}, dbeta{};
+  GradSpans sp{};
   if ((rows > 0 &&
-       (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &x) ||
-        !RowsSpan(d->dy, rows, cols, dy_stride, dy_elem, &dy) ||
-        !RowsSpan(d->dx, rows, cols, dx_stride, dx_elem, &dx) ||
-        (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &gamma)))) ||
+       (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &sp.x) ||
+        !RowsSpan(d->dy, rows, cols, dy_stride, dy_elem, &sp.dy) ||
+        !RowsSpan(d->dx, rows, cols, dx_stride, dx_elem, &sp.dx) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &sp.gamma)))) ||
       (d->dgamma &&
-       !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &dgamma)) ||
-      (d->dbeta && !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &dbeta))) {
+       !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &sp.dgamma)) ||
+      (d->dbeta &&
+       !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &sp.dbeta))) {
     return SIMDNORM_INVALID_SHAPE;
   }
 
-  // Overlaps of the outputs; the one exception is dx == dy exactly.
-  const bool dx_is_dy =
-      d->dx == d->dy && dx_elem == dy_elem && dx_stride == dy_stride;
-  const bool has_gamma = rows > 0 && d->gamma != nullptr;
-  if (rows > 0 && (Overlaps(dx, x) || (!dx_is_dy && Overlaps(dx, dy)) ||
-                   (has_gamma && Overlaps(dx, gamma)) ||
-                   (d->dgamma && Overlaps(dx, dgamma)) ||
-                   (d->dbeta && Overlaps(dx, dbeta)))) {
-    return SIMDNORM_OVERLAP;
-  }
-  const auto hits_inputs = [&](Span out) {
-    return rows > 0 && (Overlaps(out, x) || Overlaps(out, dy) ||
-                        (has_gamma && Overlaps(out, gamma)));
-  };
-  if ((d->dgamma && hits_inputs(dgamma)) || (d->dbeta && hits_inputs(dbeta)) ||
-      (d->dgamma && d->dbeta && Overlaps(dgamma, dbeta))) {
-    return SIMDNORM_OVERLAP;
-  }
+  const simdnorm_status overlap = CheckGradOverlaps(
+      sp, d->dx == d->dy && dx_elem == dy_elem && dx_stride == dy_stride);
+  if (overlap != SIMDNORM_OK) return overlap;
 
   BackwardArgs& a = p->args;
   a.kind = kind;
@@ -438,6 +461,71 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   a.beta = nullptr;
   a.eps = d->eps;
   SetChannelOperands(*d, p);
+  return SIMDNORM_OK;
+}
+
+// The group backward descriptor (group_backward.h): the group rules for
+// the shape, the row backward's for the outputs dx, dgamma and dbeta.
+simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
+                                      GroupBackwardProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
+  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
+  const int dx_type = RawEnum(d->dx_type);
+  const simdnorm_status types =
+      CheckGradTypes(layout == SIMDNORM_NCHW || layout == SIMDNORM_NHWC, x_type,
+                     dy_type, dx_type, param_type);
+  if (types != SIMDNORM_OK) return types;
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  const size_t n = d->n, c = d->c, hw = d->hw, groups = d->groups;
+  if (n > 0 && (d->x == nullptr || d->dy == nullptr || d->dx == nullptr))
+    return SIMDNORM_INVALID_ARGUMENT;
+  const bool has_sums = d->dgamma != nullptr || d->dbeta != nullptr;
+  size_t total = 0;
+  if ((n > 0 || has_sums) &&
+      (c == 0 || hw == 0 || groups == 0 || c % groups != 0 ||
+       __builtin_mul_overflow(c, hw, &total) ||
+       __builtin_mul_overflow(total, n, &total))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const size_t x_elem = ElementSize(d->x_type);
+  const size_t dy_elem = ElementSize(d->dy_type);
+  const size_t dx_elem = ElementSize(d->dx_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  GradSpans sp{};
+  if ((n > 0 &&
+       (!RowsSpan(d->x, 1, total, total, x_elem, &sp.x) ||
+        !RowsSpan(d->dy, 1, total, total, dy_elem, &sp.dy) ||
+        !RowsSpan(d->dx, 1, total, total, dx_elem, &sp.dx) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)))) ||
+      (d->dgamma && !RowsSpan(d->dgamma, 1, c, c, sizeof(float), &sp.dgamma)) ||
+      (d->dbeta && !RowsSpan(d->dbeta, 1, c, c, sizeof(float), &sp.dbeta))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  // dx == dy: the same pointer and element size (the same layout).
+  const simdnorm_status overlap =
+      CheckGradOverlaps(sp, d->dx == d->dy && dx_elem == dy_elem);
+  if (overlap != SIMDNORM_OK) return overlap;
+
+  GroupBackwardArgs& a = p->args;
+  a.stats = GroupArgs{c,     hw,      groups,  groups ? c / groups : 0,
+                      d->x,  nullptr, nullptr, nullptr,
+                      d->eps};
+  a.dy = d->dy;
+  a.dy_type = dy_type;
+  a.dx = d->dx;
+  a.dx_type = dx_type;
+  a.gamma = nullptr;
+  a.dgamma_part = a.dbeta_part = nullptr;
+  p->n = n;
+  p->layout = layout;
+  p->x_type = x_type;
+  p->param_type = param_type;
+  p->gamma = d->gamma;
+  p->dgamma = d->dgamma;
+  p->dbeta = d->dbeta;
   return SIMDNORM_OK;
 }
 

@@ -27,6 +27,7 @@
 #include "simdnorm/simdnorm.h"
 #include "simdnorm/simdnorm.hpp"
 #include "support/dtypes.h"
+#include "support/grad_bounds.h"
 #include "support/half.h"
 #include "support/inputs.h"
 #include "support/isa_test.h"
@@ -34,11 +35,8 @@
 namespace simdnorm_test {
 namespace {
 
-// In units of 2^-23 (docs/accuracy.md, "Backward").
-constexpr double kDxBound = 128.0;
-constexpr double kDgammaBound = 64.0;
-constexpr double kDbetaBound = 32.0;
-constexpr double kUlp = 0x1p-23;
+// The bounds, in units of 2^-23: support/grad_bounds.h.
+constexpr double kUlp = kGradUlp;
 
 std::vector<simdnorm_kind> BackwardKinds() {
   std::vector<simdnorm_kind> kinds;
@@ -250,12 +248,6 @@ Truth ReferenceOf(const Grad& p) {
   return Truth{q.dx, q.dgamma, q.dbeta};
 }
 
-// Half an ulp of a 16-bit type relative to the value, and its absolute
-// floor (f16 subnormals); 0 for F32 (compared against fp32).
-double HalfUlp(simdnorm_dtype t) {
-  return t == SIMDNORM_BF16 ? 0x1p-8 : t == SIMDNORM_F16 ? 0x1p-11 : 0.0;
-}
-
 // The largest |dx - truth| / (2^-23 M) seen on fp32 dx (reported).
 double g_worst_f32 = 0.0;
 
@@ -278,10 +270,7 @@ void ExpectMatchesReference(Grad p, const std::string& what) {
   for (size_t r = 0; r < p.rows && failures < 5; ++r) {
     for (size_t j = 0; j < p.cols && failures < 5; ++j) {
       const double want = truth.dx.Get(r, j), got = out.Get(r, j);
-      const double e32 = kDxBound * kUlp * sc.m[r * p.cols + j] + 1e-37;
-      const double tol = e32 + 0x1p-24 * std::fabs(want) +
-                         HalfUlp(out.t) * (std::fabs(want) + e32) +
-                         (out.t == SIMDNORM_F16 ? 0x1p-25 : 0.0);
+      const double tol = DxTolerance(out.t, want, sc.m[r * p.cols + j]);
       if (out.t == SIMDNORM_F32 && sc.m[r * p.cols + j] > 0) {
         g_worst_f32 = std::max(
             g_worst_f32, std::fabs(got - want) / (kUlp * sc.m[r * p.cols + j]));

@@ -340,7 +340,7 @@ TEST(GroupNormRegistry, EntryAndRowEnumerators) {
   EXPECT_STREQ(op->name, "groupnorm");
   EXPECT_EQ(op->descriptor, SIMDNORM_GROUP_DESC);
   EXPECT_EQ(op->centered, 1);
-  EXPECT_EQ(op->has_backward, 0);
+  EXPECT_EQ(op->has_backward, 1);
   EXPECT_EQ(op->flags, unsigned{SIMDNORM_FAST_ROUNDING});
   EXPECT_EQ(simdnorm_op_at(SIMDNORM_GROUPNORM), op);
   for (size_t i = 0; i < simdnorm_op_count(); ++i) {

@@ -388,6 +388,97 @@ static inline simdnorm_status simdnorm_group_norm_reference(
   return simdnorm_group_norm_reference_sized(d, sizeof(simdnorm_group_desc));
 }
 
+/* GroupNorm's (and InstanceNorm's) backward pass. For each sample i and
+ * group G, over its m = cg * hw elements, with the forward's statistics
+ * (recomputed from x by the forward's own code: mean, var, population,
+ * eps inside the square root), r = 1 / sqrt(var + eps), xhat = (x - mean)
+ * * r and g = dy * gamma[ch]:
+ *   dx = r * (g - mean_G(g) - xhat * mean_G(g * xhat))
+ * (LayerNorm's formula over the group; docs/accuracy.md, "Backward"), and
+ * over all samples and positions of each channel ch
+ *   dgamma[ch] = sum(dy * xhat),  dbeta[ch] = sum(dy).
+ * beta does not enter them.
+ *
+ * Layouts and shapes as simdnorm_group_desc's; x, dy and dx share the
+ * layout. Types: x, dy and dx each F32, BF16 or F16; gamma param_type.
+ * dx is computed in fp32 and rounded once, to nearest-even, to dx_type
+ * (NOT correctly rounded: within half an ulp plus the fp32 bound). dgamma
+ * and dbeta are fp32: each sample's sum per channel in fp32 blocks added
+ * in double, rounded to fp32, and the samples' added in double in sample
+ * order: bitwise identical for every thread count.
+ *
+ * Aliasing: dx may be exactly dy (same pointer and element size): in
+ * place. Any other overlap of an output (dx, dgamma, dbeta) with any other
+ * buffer is SIMDNORM_OVERLAP.
+ *
+ * Non-finite values: a group of a sample whose x or dy holds an inf or
+ * NaN, or whose var + eps is 0, gets dx = the default quiet NaN throughout
+ * and adds NaN to dgamma of each of its channels (its dy still adds to
+ * dbeta); other groups are not affected.
+ *
+ * Errors: validated first, in this order: enums (I8 anywhere:
+ * UNSUPPORTED), eps, flags (INVALID_ARGUMENT); NULL x, dy or dx when n > 0
+ * (INVALID_ARGUMENT); shapes (c, hw or groups 0, c % groups != 0, sizes
+ * that overflow: INVALID_SHAPE; checked when n > 0 or dgamma or dbeta is
+ * wanted); overlaps. On any status other than SIMDNORM_OK nothing has been
+ * written. n = 0 is valid: then x, dy and dx may be NULL, and dgamma and
+ * dbeta (when not NULL) are set to zeros.
+ *
+ * Threads as for the forward: (sample, group) units (NCHW) or samples
+ * (NHWC) over at most max_threads threads. Allocation: one heap allocation
+ * per call (the fp32 gamma and the samples' partial sums), and in NHWC, as
+ * in the forward, per-thread scratch (per-channel constants and fp32
+ * blocks of dy and dx). */
+typedef struct simdnorm_group_backward_desc {
+  size_t n;      /* samples */
+  size_t c;      /* channels */
+  size_t hw;     /* elements per channel and sample */
+  size_t groups; /* divides c; c: InstanceNorm */
+  simdnorm_layout layout;
+  const void* x; /* the forward's input */
+  simdnorm_dtype x_type;
+  const void* dy; /* the gradient of the forward's output y */
+  simdnorm_dtype dy_type;
+  void* dx; /* the gradient of x; may be exactly dy */
+  simdnorm_dtype dx_type;
+  const void* gamma; /* c elements of param_type, NULL = 1 */
+  simdnorm_dtype param_type;
+  float eps; /* >= 0 and finite, the forward's */
+  /* c floats each, NULL = not wanted: overwritten (not added to) with the
+   * sums over all samples and positions. */
+  float* dgamma;
+  float* dbeta;
+  size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+  unsigned flags;     /* 0 (none defined yet) */
+} simdnorm_group_backward_desc;
+
+/* The smallest group backward descriptor a caller may pass: that of 0.4. */
+#define SIMDNORM_GROUP_BACKWARD_DESC_MIN_SIZE \
+  (offsetof(simdnorm_group_backward_desc, flags) + sizeof(unsigned))
+
+/* dx (and dgamma, dbeta) with the active ISA's kernels; desc_size as for
+ * simdnorm_normalize_sized. */
+SIMDNORM_API simdnorm_status simdnorm_group_norm_backward_sized(
+    const simdnorm_group_backward_desc* d, size_t desc_size);
+
+/* The same contract from the formulas above in float64, by a plain scalar
+ * loop (x, dy and gamma widened exactly, mean and variance by two passes),
+ * each output rounded once: the truth the kernels are tested against.
+ * Single-threaded. */
+SIMDNORM_API simdnorm_status simdnorm_group_norm_backward_reference_sized(
+    const simdnorm_group_backward_desc* d, size_t desc_size);
+
+static inline simdnorm_status simdnorm_group_norm_backward(
+    const simdnorm_group_backward_desc* d) {
+  return simdnorm_group_norm_backward_sized(
+      d, sizeof(simdnorm_group_backward_desc));
+}
+static inline simdnorm_status simdnorm_group_norm_backward_reference(
+    const simdnorm_group_backward_desc* d) {
+  return simdnorm_group_norm_backward_reference_sized(
+      d, sizeof(simdnorm_group_backward_desc));
+}
+
 /* ------------------------------------------------------------ BatchNorm
  *
  * BatchNorm over x of shape (n, c, *spatial), hw = the spatial product, in
@@ -504,7 +595,9 @@ static inline simdnorm_status simdnorm_batch_norm_reference(
 typedef enum simdnorm_descriptor {
   SIMDNORM_ROW_DESC = 0,   /* simdnorm_desc: simdnorm_normalize (and
                               simdnorm_backward where has_backward) */
-  SIMDNORM_GROUP_DESC = 1, /* simdnorm_group_desc: simdnorm_group_norm */
+  SIMDNORM_GROUP_DESC = 1, /* simdnorm_group_desc: simdnorm_group_norm
+                              (backward: simdnorm_group_backward_desc,
+                              simdnorm_group_norm_backward) */
   SIMDNORM_BATCH_DESC = 2  /* simdnorm_batch_desc: simdnorm_batch_norm */
 } simdnorm_descriptor;
 
@@ -529,7 +622,9 @@ typedef struct simdnorm_op_info {
    * 16-bit outputs are correctly rounded (see SIMDNORM_FAST_ROUNDING),
    * except GroupNorm's and BatchNorm's (see their descriptors). */
   double f32_bound;
-  /* 1: simdnorm_backward computes its gradients (since 0.4). */
+  /* 1: it has a backward pass (since 0.4): simdnorm_backward for
+   * SIMDNORM_ROW_DESC kinds, simdnorm_group_norm_backward for
+   * SIMDNORM_GROUP_DESC. */
   int has_backward;
   /* The descriptor it takes (since 0.4). */
   simdnorm_descriptor descriptor;

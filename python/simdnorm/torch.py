@@ -36,9 +36,12 @@ GroupNorm, InstanceNorm and BatchNorm (`group_norm`, `instance_norm`,
 channels_last (NHWC) tensors in place and write the output in the input's
 memory format. Their 16-bit results are the float32 result rounded once
 (SIMDNORM_FAST_ROUNDING: within half an ulp plus the float32 bound), not
-correctly rounded as the row kinds' are. They have no backward pass yet:
-with autograd on, an input or weight that requires grad raises
-RuntimeError (torch.no_grad() and torch.inference_mode() are fine).
+correctly rounded as the row kinds' are. GroupNorm and InstanceNorm (with
+use_input_stats) have a backward pass (simdnorm_group_norm_backward: dx in
+the input's dtype, dweight and dbias summed in float32, the same bits for
+any thread count); BatchNorm has none yet: with autograd on, an input or
+weight that requires grad raises RuntimeError (torch.no_grad() and
+torch.inference_mode() are fine).
 `normalize` takes any `dim` (p = 2 only): other than the last, through a
 copy with that dimension moved last.
 """
@@ -381,9 +384,8 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return out.copy_(y)
 
 
-# GroupNorm and InstanceNorm (simdnorm_group_norm).
-
-_NO_GROUP_BACKWARD = "simdnorm has no GroupNorm backward pass"
+# GroupNorm and InstanceNorm (simdnorm_group_norm, and
+# simdnorm_group_norm_backward under autograd).
 
 
 def _channels_last(t):
@@ -430,15 +432,68 @@ def _group_params(who, c, weight, bias):
     return _params(who, (c,), weight, bias)
 
 
-def _group_norm(who, x, num_groups, weight, bias, eps):
+def _in_layout(t, layout):
+    """t (N, C, *spatial) dense in `layout` (NCHW: contiguous; NHWC:
+    channels innermost), copied only when it is not already."""
+    if layout == _core.NCHW:
+        return t.contiguous()
+    return t.movedim(1, -1).contiguous().movedim(-1, 1)
+
+
+class _GroupNorm(torch.autograd.Function):
+    """group_norm under autograd: the forward as without grad, the
+    backward through simdnorm_group_norm_backward (the forward's statistics
+    recomputed from x; dx, dweight and dbias in x's layout and dtype)."""
+
+    @staticmethod
+    def forward(ctx, who, x, num_groups, weight, bias, eps):
+        # Grad mode is off in here: _group_norm computes y directly.
+        y, xl, layout = _group_norm(who, x, num_groups, weight, bias, eps,
+                                    read=True)
+        ctx.save_for_backward(xl, weight)
+        ctx.who, ctx.num_groups, ctx.eps, ctx.layout = who, num_groups, \
+            float(eps), layout
+        if bias is not None:
+            ctx.bias_dtype = bias.dtype
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight = ctx.saved_tensors
+        want_w, want_b = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
+        n, c = x.shape[0], x.shape[1]
+        dyl = _in_layout(dy.to(x.dtype), ctx.layout)
+        dx = torch.empty_like(dyl)  # dense in that layout too
+        gamma, param_type, keep = 0, _core.F32, None
+        if weight is not None:
+            keep = weight.detach().contiguous()
+            gamma, param_type = keep.data_ptr(), _DTYPES[keep.dtype]
+        dgamma = torch.empty(c) if want_w else None
+        dbeta = torch.empty(c) if want_b else None
+        x_type = _DTYPES[x.dtype]
+        status = _core.group_norm_backward(
+            n, c, math.prod(x.shape[2:]), ctx.num_groups, ctx.layout,
+            x.data_ptr(), dyl.data_ptr(), dx.data_ptr(),
+            x_type | x_type << 4 | x_type << 8 | param_type << 12, gamma,
+            ctx.eps, 0 if dgamma is None else dgamma.data_ptr(),
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+        del keep
+        if status:
+            raise _rows.error(status, ctx.who + " (backward)")
+        dw = dgamma.to(weight.dtype) if want_w else None
+        db = dbeta.to(ctx.bias_dtype) if want_b else None
+        return None, dx, None, dw, db, None
+
+
+def _group_norm(who, x, num_groups, weight, bias, eps, read=False):
     """GroupNorm of an (N, C, *spatial) tensor into a new one of its dtype
     and memory format: contiguous tensors are read as NCHW, channels-last
-    ones as NHWC (no copy); any other layout through a contiguous copy."""
+    ones as NHWC (no copy); any other layout through a contiguous copy.
+    Under autograd, through _GroupNorm. With `read`, (y, the tensor read,
+    its layout)."""
     x_type = _tensor(x, "input", who)
-    if _is_grad_enabled():
-        for name, t in (("input", x), ("weight", weight), ("bias", bias)):
-            if getattr(t, "requires_grad", False):
-                raise _no_grad_error(who, name, _NO_GROUP_BACKWARD)
+    if _needs_grad(x, weight, bias):
+        return _GroupNorm.apply(who, x, num_groups, weight, bias, eps)
     if x.dim() < 2:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"input has shape {tuple(x.shape)}; expected (N, "
@@ -456,7 +511,7 @@ def _group_norm(who, x, num_groups, weight, bias, eps):
     hw = math.prod(x.shape[2:])
     x, layout, y = _layout(x)
     if n == 0:
-        return y
+        return (y, x, layout) if read else y
     flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
     status = _core.group_norm(
         n, c, hw, num_groups, layout, x.data_ptr(), y.data_ptr(),
@@ -465,7 +520,7 @@ def _group_norm(who, x, num_groups, weight, bias, eps):
     del keep
     if status:
         raise _rows.error(status, who)
-    return y
+    return (y, x, layout) if read else y
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -475,8 +530,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     bias[c]. float32, bfloat16 and float16 input, weights of its dtype or
     float32; the output in the input's dtype and memory format
     (contiguous or channels_last, read in place). 16-bit results: the
-    float32 result rounded once. No backward pass yet (see the module's
-    documentation)."""
+    float32 result rounded once. Under autograd the backward pass is
+    simdnorm_group_norm_backward (dx in the input's dtype, dweight and
+    dbias summed in float32)."""
     return _group_norm("simdnorm.torch.group_norm", input, num_groups,
                        weight, bias, eps)
 
@@ -772,7 +828,7 @@ class RMSNorm(torch.nn.Module):
 
 class GroupNorm(torch.nn.GroupNorm):
     """torch.nn.GroupNorm (same constructor, parameters and state_dict)
-    computed by simdnorm (group_norm); no backward pass yet."""
+    computed by simdnorm (group_norm), with its backward pass."""
 
     def forward(self, input):
         return _group_norm("simdnorm.torch.GroupNorm", input,

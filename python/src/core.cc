@@ -452,6 +452,40 @@ PYBIND11_MODULE(_core, m) {
       "max_threads; addresses as integers, 0 = NULL); returns the status.");
 
   m.def(
+      "group_norm_backward",
+      [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
+         uintptr_t dy, uintptr_t dx, unsigned types, uintptr_t gamma, float eps,
+         uintptr_t dgamma, uintptr_t dbeta, size_t max_threads) {
+        // In the field order of simdnorm_group_backward_desc (which only
+        // grows at its end).
+        const simdnorm_group_backward_desc d{
+            n,
+            c,
+            hw,
+            groups,
+            static_cast<simdnorm_layout>(layout),
+            Ptr<const void>(x),
+            TypeAt(types, 0),
+            Ptr<const void>(dy),
+            TypeAt(types, 1),
+            Ptr<void>(dx),
+            TypeAt(types, 2),
+            Ptr<const void>(gamma),
+            TypeAt(types, 3),
+            eps,
+            Ptr<float>(dgamma),
+            Ptr<float>(dbeta),
+            max_threads,
+            0u};
+        py::gil_scoped_release unlocked;
+        return static_cast<int>(simdnorm_group_norm_backward(&d));
+      },
+      "simdnorm_group_norm_backward on one descriptor (n, c, hw, groups, "
+      "layout, x, dy, dx, types = x | dy << 4 | dx << 8 | param << 12, "
+      "gamma, eps, dgamma, dbeta (float32 or 0), max_threads; addresses as "
+      "integers, 0 = NULL); returns the status.");
+
+  m.def(
       "batch_norm",
       [](size_t n, size_t c, size_t hw, int layout, uintptr_t x, uintptr_t y,
          unsigned types, uintptr_t gamma, uintptr_t beta,
