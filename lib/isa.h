@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lib/backward.h"
+#include "lib/batch_backward.h"
 #include "lib/batch_norm.h"
 #include "lib/group_norm.h"
 #include "lib/kernel_table.h"
@@ -21,6 +22,8 @@ struct Isa {
   BackwardTable backward;  // every kind: [x_type][dy_type][dx_type]
   GroupTable group;        // [layout][x_type][y_type]
   BatchTable batch;        // [layout][x_type][y_type]
+  // [layout][x_type][dy_type][dx_type]
+  BatchBackwardTable batch_backward;
 };
 
 // Supported ISAs, best first. Stable for the life of the process.
