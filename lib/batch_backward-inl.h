@@ -18,6 +18,10 @@
 // 3. dx = (((dy - a) - xhat * c) * rg) * p2, rg * p2 = r * gamma (p2 a
 //    power of two, 1 unless r * gamma is beyond 2^+-100: SplitMultiplier);
 //    in inference a = c = 0 and x is not read: dx = (dy * rg) * p2.
+// dx goes through an fp32 buffer (a row chunk in NCHW, 32 positions of a
+// channel block in NHWC) and is stored from there by a function of the dx
+// type alone: the vector code is instantiated per (x, dy) type pair, not
+// per triple (compile time), for one more pass through L1.
 // A unit (a channel in NCHW, a block of kBatchBlock channels in NHWC)
 // holds all elements of its channels, so the sums of a channel, and
 // everything from them, do not depend on how units are split over
@@ -82,7 +86,7 @@ inline double ChannelR(const internal::BatchBackwardArgs& a, size_t ch,
   return 1.0 / std::sqrt(var + static_cast<double>(a.eps));
 }
 
-// Inference dx of n elements: (dy * rg) * p2. dx may be dy.
+// Inference dx of n elements: (dy * rg) * p2.
 template <class DF, typename TDY, typename TDX>
 HWY_NOINLINE void ScaleSpan(DF df, const TDY* dy, TDX* dx, size_t n, float rg,
                             float p2) {
@@ -98,25 +102,51 @@ HWY_NOINLINE void ScaleSpan(DF df, const TDY* dy, TDX* dx, size_t n, float rg,
   }
 }
 
-template <typename TX, typename TDY, typename TDX>
-HWY_NOINLINE void BatchBackwardNchw(const internal::BatchBackwardArgs& a,
-                                    size_t begin, size_t end) {
+// dx[i, i + n) of dx_type TDX from n floats, each rounded once.
+template <typename TDX>
+HWY_NOINLINE void StoreFromF32(const float* in, void* dx, size_t i, size_t n) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  TDX* out = static_cast<TDX*>(dx) + i;
+  size_t j = 0;
+  for (; j + N <= n; j += N) StoreF(df, hn::LoadU(df, in + j), out + j);
+  if (j < n) StoreTailF(df, LoadTailF(df, in + j, n - j), out + j, n - j);
+}
+
+using StoreFn = void (*)(const float* in, void* dx, size_t i, size_t n);
+
+// NCHW: the forward's statistics of a channel, once per x type.
+template <class DF, typename TX>
+HWY_NOINLINE RowScale StatsNchw(DF df, const internal::BatchBackwardArgs& a,
+                                const TX* x, size_t ch) {
+  if (!a.training) {
+    return InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+  }
+  double mean;  // the forward's; not needed here
+  return ChannelScaleNchw(df, x, a.n, a.hw, a.c * a.hw, a.eps, &mean);
+}
+
+// NCHW dx goes through a buffer of this many floats (a row of hw may be
+// longer: in chunks).
+inline constexpr size_t kGradChunk = 512;
+
+template <typename TX, typename TDY>
+HWY_NOINLINE void BatchBackwardNchwF32(const internal::BatchBackwardArgs& a,
+                                       size_t begin, size_t end,
+                                       StoreFn store) {
   const hn::ScalableTag<float> df;
   const size_t rs = a.c * a.hw;  // between a channel's rows
-  // The row backward's view of one row of hw: g = dy * 1 (exact).
+  // The row backward's view of (a chunk of) one row: g = dy * 1 (exact).
   internal::BackwardArgs row{};
   row.cols = a.hw;
   row.scale = nullptr;
   row.scale_const = 1.0f;
   const bool sums = a.training || a.dgamma != nullptr || a.dbeta != nullptr;
+  HWY_ALIGN float buf[kGradChunk];
   for (size_t ch = begin; ch < end; ++ch) {
     const TX* x = static_cast<const TX*>(a.x) + ch * a.hw;
     const TDY* dy = static_cast<const TDY*>(a.dy) + ch * a.hw;
-    TDX* dx = static_cast<TDX*>(a.dx) + ch * a.hw;
-    double mean;  // the forward's; not needed here
-    const RowScale k =
-        a.training ? ChannelScaleNchw(df, x, a.n, a.hw, rs, a.eps, &mean)
-                   : InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    const RowScale k = StatsNchw(df, a, x, ch);
     double s1 = 0.0, s2 = 0.0;
     for (size_t i = 0; sums && i < a.n; ++i) {
       double r1, r2;
@@ -126,28 +156,59 @@ HWY_NOINLINE void BatchBackwardNchw(const internal::BatchBackwardArgs& a,
       s2 += r2;
     }
     const GradRow g = FinishChannel(a, ch, k, ChannelR(a, ch, k), s1, s2);
+    // Each chunk is stored after its dy is read (dx may be dy).
     for (size_t i = 0; i < a.n; ++i) {
-      if (HWY_UNLIKELY(g.nan)) {
-        FillNaN(df, dx + i * rs, static_cast<float*>(nullptr), 0, a.hw);
-      } else if (a.training) {
-        GradApply<true>(df, row, x + i * rs, dy + i * rs, dx + i * rs, g,
-                        nullptr, nullptr);
-      } else {
-        ScaleSpan(df, dy + i * rs, dx + i * rs, a.hw, g.rf, g.p2);
+      for (size_t j = 0; j < a.hw; j += kGradChunk) {
+        const size_t len = a.hw - j < kGradChunk ? a.hw - j : kGradChunk;
+        const size_t at = i * rs + j;
+        if (HWY_UNLIKELY(g.nan)) {
+          FillNaN(df, buf, static_cast<float*>(nullptr), 0, len);
+        } else if (a.training) {
+          row.cols = len;
+          GradApply<true>(df, row, x + at, dy + at, buf, g, nullptr, nullptr);
+        } else {
+          ScaleSpan(df, dy + at, buf, len, g.rf, g.p2);
+        }
+        store(buf, a.dx, ch * a.hw + at, len);
       }
     }
   }
 }
 
+template <typename TX, typename TDY, typename TDX>
+void BatchBackwardNchw(const internal::BatchBackwardArgs& a, size_t begin,
+                       size_t end) {
+  BatchBackwardNchwF32<TX, TDY>(a, begin, end, &StoreFromF32<TDX>);
+}
+
 // NHWC per-channel arrays of a block: kBatchBlock channels and room for a
 // whole vector from any of them. Lanes past the block stay 0.
-inline constexpr size_t kGradLanes = internal::kBatchBlock + HWY_MAX_BYTES / 4;
+inline constexpr size_t kGradLanes = internal::kBatchBlock + kMaxFloatLanes;
 
 struct GradChannels {
   float s[kGradLanes] = {}, m[kGradLanes] = {}, mul[kGradLanes] = {},
         add[kGradLanes] = {}, a[kGradLanes] = {}, c[kGradLanes] = {},
         rf[kGradLanes] = {}, p2[kGradLanes] = {}, nan[kGradLanes] = {};
 };
+
+// NHWC: the forward's statistics of the block's cb channels (NhwcStats
+// with one channel per group, as the forward's BatchNhwc), once per x
+// type.
+template <class DF, typename TX>
+HWY_NOINLINE void StatsNhwc(DF df, const internal::BatchBackwardArgs& a,
+                            const TX* x, size_t c0, size_t cb,
+                            ChannelScratch* scratch, RowScale* k) {
+  if (!a.training) {
+    for (size_t j = 0; j < cb; ++j) {
+      k[j] = InferenceScale(a.running_mean, a.running_var, a.eps, c0 + j);
+    }
+    return;
+  }
+  const internal::GroupArgs ga{cb,      a.n * a.hw, cb,      1,    a.x,
+                               nullptr, nullptr,    nullptr, a.eps};
+  double mean[internal::kBatchBlock];
+  NhwcStats(df, ga, x, a.c, *scratch, k, mean);
+}
 
 // NHWC: for each channel j < cb of `rows` positions `stride` elements
 // apart, S1 = sum(dy) and S2 = sum(dy * xhat), in fp32 over blocks of 32
@@ -187,15 +248,20 @@ HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
   }
 }
 
-// NHWC dx of cb channels at `rows` positions `stride` elements apart, in
-// blocks of 32 positions with each channel vector's constants in
-// registers. dx may be dy: each vector is loaded before it is stored.
-template <class DF, typename TX, typename TDY, typename TDX>
-HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy, TDX* dx,
+// NHWC dx of cb channels at `rows` positions `stride` elements apart
+// (position p's first at element dx0 + p * stride of dx), in blocks of 32
+// positions with each channel vector's constants in registers; a block's
+// dx goes to an fp32 buffer, then to dx once all its dy are read (dx may
+// be dy).
+template <class DF, typename TX, typename TDY>
+HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy,
                                 size_t stride, size_t rows, size_t cb,
-                                bool training, const GradChannels& t) {
+                                bool training, const GradChannels& t, void* dx,
+                                size_t dx0, StoreFn store) {
   const size_t N = hn::Lanes(df);
   const auto qnan = QuietNaN(df);
+  // Positions kGradLanes apart: a whole vector from any j < cb fits.
+  HWY_ALIGN float buf[32 * kGradLanes];
   for (size_t p0 = 0; p0 < rows; p0 += 32) {
     const size_t p1 = rows - p0 > 32 ? p0 + 32 : rows;
     for (size_t j = 0; j < cb; j += N) {
@@ -208,7 +274,6 @@ HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy, TDX* dx,
       const auto rf = hn::LoadU(df, t.rf + j), p2 = hn::LoadU(df, t.p2 + j);
       for (size_t p = p0; p < p1; ++p) {
         const TDY* dp = dy + p * stride + j;
-        TDX* out = dx + p * stride + j;
         auto v = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
         if (training) {
           const TX* xp = x + p * stride + j;
@@ -216,19 +281,19 @@ HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy, TDX* dx,
           v = hn::NegMulAdd(XhatOf(xv, s, m, mul, add), vc, hn::Sub(v, va));
         }
         v = hn::IfThenElse(nan, qnan, hn::Mul(hn::Mul(v, rf), p2));
-        if (count == N) {
-          StoreF(df, v, out);
-        } else {
-          StoreTailF(df, v, out, count);
-        }
+        hn::StoreU(v, df, buf + (p - p0) * kGradLanes + j);
       }
+    }
+    for (size_t p = p0; p < p1; ++p) {
+      store(buf + (p - p0) * kGradLanes, dx, dx0 + p * stride, cb);
     }
   }
 }
 
-template <typename TX, typename TDY, typename TDX>
-HWY_NOINLINE void BatchBackwardNhwc(const internal::BatchBackwardArgs& a,
-                                    size_t begin, size_t end) {
+template <typename TX, typename TDY>
+HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
+                                       size_t begin, size_t end,
+                                       StoreFn store) {
   constexpr size_t kBlock = internal::kBatchBlock;
   const hn::ScalableTag<float> df;
   const size_t rows = a.n * a.hw;
@@ -238,23 +303,12 @@ HWY_NOINLINE void BatchBackwardNhwc(const internal::BatchBackwardArgs& a,
       a.training ? new ChannelScratch(kBlock, hn::Lanes(df)) : nullptr);
   GradChannels t;
   RowScale k[kBlock];
-  double s1[kBlock] = {}, s2[kBlock] = {}, mean[kBlock];
+  double s1[kBlock] = {}, s2[kBlock] = {};
   for (size_t u = begin; u < end; ++u) {
     const size_t c0 = u * kBlock, cb = std::min(kBlock, a.c - c0);
     const TX* x = static_cast<const TX*>(a.x) + c0;
     const TDY* dy = static_cast<const TDY*>(a.dy) + c0;
-    TDX* dx = static_cast<TDX*>(a.dx) + c0;
-    if (a.training) {
-      // GroupNorm's NHWC statistics with one channel per group, as the
-      // forward's BatchNhwc.
-      const internal::GroupArgs ga{cb,      rows,    cb,      1,    a.x,
-                                   nullptr, nullptr, nullptr, a.eps};
-      NhwcStats(df, ga, x, a.c, *scratch, k, mean);
-    } else {
-      for (size_t j = 0; j < cb; ++j) {
-        k[j] = InferenceScale(a.running_mean, a.running_var, a.eps, c0 + j);
-      }
-    }
+    StatsNhwc(df, a, x, c0, cb, scratch.get(), k);
     for (size_t j = 0; j < kGradLanes; ++j) {
       const bool in = j < cb;
       t.s[j] = in ? k[j].s : 0.0f;
@@ -272,8 +326,14 @@ HWY_NOINLINE void BatchBackwardNhwc(const internal::BatchBackwardArgs& a,
       t.p2[j] = g.p2;
       t.nan[j] = g.nan ? 1.0f : 0.0f;
     }
-    ApplyGradNhwc(df, x, dy, dx, a.c, rows, cb, a.training, t);
+    ApplyGradNhwc(df, x, dy, a.c, rows, cb, a.training, t, a.dx, c0, store);
   }
+}
+
+template <typename TX, typename TDY, typename TDX>
+void BatchBackwardNhwc(const internal::BatchBackwardArgs& a, size_t begin,
+                       size_t end) {
+  BatchBackwardNhwcF32<TX, TDY>(a, begin, end, &StoreFromF32<TDX>);
 }
 
 // This target's table, [layout][x_type][dy_type][dx_type], filled at
