@@ -46,12 +46,14 @@ HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
 namespace SIMDNORM_NAMESPACE {
 
-// Inference: a channel's (s, m, mul, add) from its running statistics.
-inline RowScale InferenceScale(const internal::BatchArgs& a, size_t ch) {
-  const double r = 1.0 / std::sqrt(static_cast<double>(a.running_var[ch]) +
-                                   static_cast<double>(a.eps));
+// Inference: a channel's (s, m, mul, add) from its running statistics
+// (also the backward's, batch_backward-inl.h).
+inline RowScale InferenceScale(const float* running_mean,
+                               const float* running_var, float eps, size_t ch) {
+  const double r = 1.0 / std::sqrt(static_cast<double>(running_var[ch]) +
+                                   static_cast<double>(eps));
   // rv + eps 0, negative or NaN: r is inf or NaN, a NaN channel (NaNRow).
-  return RowScale{1.0f, a.running_mean[ch],
+  return RowScale{1.0f, running_mean[ch],
                   std::isnan(r) ? static_cast<float>(r) : MulToFloat(r), -0.0f,
                   0.0};
 }
@@ -120,7 +122,7 @@ HWY_NOINLINE void BatchNchw(const internal::BatchArgs& a, size_t begin,
       k = ChannelScaleNchw(df, x, a.n, a.hw, row_stride, a.eps, &a.mean[ch]);
       a.var[ch] = k.second / (static_cast<double>(a.n) * a.hw);
     } else {
-      k = InferenceScale(a, ch);
+      k = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
     }
     const bool nan = NaNRow(k);
     for (size_t i = 0; i < a.n; ++i) {
@@ -160,7 +162,9 @@ HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
         a.var[c0 + j] = k[j].second / static_cast<double>(rows);
       }
     } else {
-      for (size_t j = 0; j < cb; ++j) k[j] = InferenceScale(a, c0 + j);
+      for (size_t j = 0; j < cb; ++j) {
+        k[j] = InferenceScale(a.running_mean, a.running_var, a.eps, c0 + j);
+      }
     }
     SetChannels(t, k, cb, 1);
     ApplyNhwc(df, x, y, cb, a.c, rows, t, g, b);

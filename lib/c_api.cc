@@ -1,5 +1,6 @@
 // The C API: a thin layer over the C++ core.
 #include "lib/backward.h"
+#include "lib/batch_backward.h"
 #include "lib/batch_norm.h"
 #include "lib/descriptor.h"
 #include "lib/group_backward.h"
@@ -68,6 +69,18 @@ simdnorm_status simdnorm_batch_norm_reference_sized(
     const simdnorm_batch_desc* d, size_t desc_size) {
   return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
       d, desc_size, simdnorm::internal::BatchNormReference));
+}
+
+simdnorm_status simdnorm_batch_norm_backward_sized(
+    const simdnorm_batch_backward_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::BatchBackward));
+}
+
+simdnorm_status simdnorm_batch_norm_backward_reference_sized(
+    const simdnorm_batch_backward_desc* d, size_t desc_size) {
+  return static_cast<simdnorm_status>(simdnorm::internal::WithWholeDescriptor(
+      d, desc_size, simdnorm::internal::BatchBackwardReference));
 }
 
 unsigned simdnorm_version(void) { return SIMDNORM_VERSION; }

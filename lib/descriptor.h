@@ -33,6 +33,9 @@ inline constexpr size_t MinDescriptorSize(const simdnorm_group_backward_desc*) {
 inline constexpr size_t MinDescriptorSize(const simdnorm_batch_desc*) {
   return SIMDNORM_BATCH_DESC_MIN_SIZE;
 }
+inline constexpr size_t MinDescriptorSize(const simdnorm_batch_backward_desc*) {
+  return SIMDNORM_BATCH_BACKWARD_DESC_MIN_SIZE;
+}
 
 // Sets *whole to d itself, or to `copy` filled from d's first `size` bytes
 // and zeros; or returns why d cannot be served (NULL or too small:

@@ -90,6 +90,13 @@ struct IsaList {
     std::memcpy(isa->batch, k.table, sizeof(BatchTable));
   }
 
+  // Adds a target's BatchNorm backward kernels.
+  static void AddBatchBackward(const TargetBatchBackward& k, void* self) {
+    Isa* isa = static_cast<IsaList*>(self)->Entry(k.target, k.name);
+    if (isa == nullptr) return;
+    std::memcpy(isa->batch_backward, k.table, sizeof(BatchBackwardTable));
+  }
+
   static bool Complete(const Isa& isa) {
     for (const auto& by_x : isa.fn)
       for (const auto& by_y : by_x)
@@ -111,6 +118,11 @@ struct IsaList {
       for (const auto& by_x : by_layout)
         for (BatchFn f : by_x)
           if (f == nullptr) return false;
+    for (const auto& by_layout : isa.batch_backward)
+      for (const auto& by_x : by_layout)
+        for (const auto& by_dy : by_x)
+          for (BatchBackwardFn f : by_dy)
+            if (f == nullptr) return false;
     return true;
   }
 
@@ -133,6 +145,7 @@ struct IsaList {
     VisitGroupKernels(&AddGroup, this);
     VisitGroupBackwardKernels(&AddGroupBackward, this);
     VisitBatchKernels(&AddBatch, this);
+    VisitBatchBackwardKernels(&AddBatchBackward, this);
     int64_t supported = hwy::SupportedTargets();
     int64_t chosen = BestTarget();
 #if SIMDNORM_HAVE_AVX3_BF16 && !defined(HWY_AVX3_ZEN4)
@@ -142,7 +155,8 @@ struct IsaList {
       Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
       Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
       AddBackward(kAvx3Bf16BackwardKernels, this);
-      // GroupNorm and BatchNorm have no AVX3_BF16 build: AVX3's kernels
+      // GroupNorm and BatchNorm (forward and backward) have no AVX3_BF16
+      // build: AVX3's kernels
       // (their bf16 stores round in integer steps, to the same bits).
       Isa* bf16 = Entry(kTargetAvx3Bf16, kAvx3Bf16LayerNormKernels.name);
       for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
@@ -151,6 +165,8 @@ struct IsaList {
           std::memcpy(bf16->group_backward, storage[i].group_backward,
                       sizeof(GroupBackwardTable));
           std::memcpy(bf16->batch, storage[i].batch, sizeof(BatchTable));
+          std::memcpy(bf16->batch_backward, storage[i].batch_backward,
+                      sizeof(BatchBackwardTable));
         }
       }
       supported |= kTargetAvx3Bf16;

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "lib/backward.h"
+#include "lib/batch_backward.h"
 #include "lib/batch_norm.h"
 #include "lib/group_backward.h"
 #include "lib/group_norm.h"
@@ -24,6 +25,8 @@ struct Isa {
   BatchTable batch;        // [layout][x_type][y_type]
   // GroupNorm's backward: [layout][x_type] (dy and dx types at run time).
   GroupBackwardTable group_backward;
+  // [layout][x_type][dy_type][dx_type]
+  BatchBackwardTable batch_backward;
 };
 
 // Supported ISAs, best first. Stable for the life of the process.

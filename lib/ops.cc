@@ -126,7 +126,8 @@ const simdnorm_op_info kGroupNormInfo = {
     SIMDNORM_GROUP_DESC};
 
 // Training statistics as LayerNorm's, inference within a few ulps (see
-// batch_rows-inl.h): the same fp32 bound; 16-bit y as GroupNorm's.
+// batch_rows-inl.h): the same fp32 bound; 16-bit y as GroupNorm's. Its
+// backward is simdnorm_batch_norm_backward (batch_backward.h).
 const simdnorm_op_info kBatchNormInfo = {
     SIMDNORM_BATCHNORM,
     "batchnorm",
@@ -139,7 +140,7 @@ const simdnorm_op_info kBatchNormInfo = {
     kFloats,
     SIMDNORM_FAST_ROUNDING,
     kF32Bound,
-    0,
+    1,
     SIMDNORM_BATCH_DESC};
 
 }  // namespace internal

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "lib/backward.h"
+#include "lib/batch_backward.h"
 #include "lib/batch_norm.h"
 #include "lib/group_backward.h"
 #include "lib/group_norm.h"
@@ -598,6 +599,101 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   p->save_mean = training ? d->save_mean : nullptr;
   p->save_invstd = training ? d->save_invstd : nullptr;
   p->momentum = d->momentum;
+  return SIMDNORM_OK;
+}
+
+// BatchNorm's backward (batch_backward.h): the batch rules for x, dy and
+// dx (one span of n * c * hw elements each, dx may be exactly dy), the
+// running statistics as inputs (inference only), dgamma and dbeta as
+// outputs of c floats.
+simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
+                                      BatchBackwardProblem* p) {
+  if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
+  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
+  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
+  const int dx_type = RawEnum(d->dx_type);
+  const simdnorm_status types =
+      CheckGradTypes(layout == SIMDNORM_NCHW || layout == SIMDNORM_NHWC, x_type,
+                     dy_type, dx_type, param_type);
+  if (types != SIMDNORM_OK) return types;
+  const bool training = d->training != 0;
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
+      (!training &&
+       (d->running_mean == nullptr || d->running_var == nullptr))) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  const size_t c = d->c, hw = d->hw;
+  BatchBackwardArgs& a = p->args;
+  a.n = d->n;
+  a.c = c;
+  a.dgamma = d->dgamma;
+  a.dbeta = d->dbeta;
+  // dgamma and dbeta: c floats whose end does not wrap.
+  const bool sums_fit = c <= SIZE_MAX / sizeof(float);
+  const Span dgamma = FloatsSpan(sums_fit ? d->dgamma : nullptr, c);
+  const Span dbeta = FloatsSpan(sums_fit ? d->dbeta : nullptr, c);
+  const bool sums_bad =
+      (d->dgamma || d->dbeta) &&
+      (!sums_fit || dgamma.end < dgamma.begin || dbeta.end < dbeta.begin);
+  if (d->n == 0) {
+    if (sums_bad) return SIMDNORM_INVALID_SHAPE;
+    return Overlaps(dgamma, dbeta) ? SIMDNORM_OVERLAP : SIMDNORM_OK;
+  }
+  if (d->x == nullptr || d->dy == nullptr || d->dx == nullptr) {
+    return SIMDNORM_INVALID_ARGUMENT;
+  }
+  size_t per_sample, total;
+  if (c == 0 || hw == 0 || sums_bad ||
+      __builtin_mul_overflow(c, hw, &per_sample) ||
+      __builtin_mul_overflow(per_sample, d->n, &total)) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  if (training && d->n * hw == 1) return SIMDNORM_INVALID_SHAPE;
+  const size_t x_elem = ElementSize(d->x_type);
+  const size_t dy_elem = ElementSize(d->dy_type);
+  const size_t dx_elem = ElementSize(d->dx_type);
+  const size_t p_elem = ElementSize(d->param_type);
+  Span x, dy, dx, gamma{};
+  if (!RowsSpan(d->x, 1, total, total, x_elem, &x) ||
+      !RowsSpan(d->dy, 1, total, total, dy_elem, &dy) ||
+      !RowsSpan(d->dx, 1, total, total, dx_elem, &dx) ||
+      (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &gamma))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  const Span rm = FloatsSpan(training ? nullptr : d->running_mean, c);
+  const Span rv = FloatsSpan(training ? nullptr : d->running_var, c);
+  // Each output against every other buffer; the one exception is dx == dy
+  // exactly. Empty spans overlap nothing.
+  const bool dx_is_dy = d->dx == d->dy && dx_elem == dy_elem;
+  const Span ins[] = {x, gamma, rm, rv};
+  const Span outs[] = {dx, dgamma, dbeta};
+  for (size_t i = 0; i < 3; ++i) {
+    for (const Span& in : ins) {
+      if (Overlaps(outs[i], in)) return SIMDNORM_OVERLAP;
+    }
+    if (Overlaps(outs[i], dy) && !(i == 0 && dx_is_dy)) {
+      return SIMDNORM_OVERLAP;
+    }
+    for (size_t j = i + 1; j < 3; ++j) {
+      if (Overlaps(outs[i], outs[j])) return SIMDNORM_OVERLAP;
+    }
+  }
+
+  a.hw = hw;
+  a.x = d->x;
+  a.dy = d->dy;
+  a.dx = d->dx;
+  a.gamma = nullptr;
+  a.running_mean = training ? nullptr : d->running_mean;
+  a.running_var = training ? nullptr : d->running_var;
+  a.eps = d->eps;
+  a.training = training;
+  p->layout = layout;
+  p->x_type = x_type;
+  p->dy_type = dy_type;
+  p->dx_type = dx_type;
+  p->param_type = param_type;
+  p->gamma = d->gamma;
   return SIMDNORM_OK;
 }
 

@@ -522,7 +522,7 @@ TEST(BatchNormRegistry, EntryAndRowEnumerators) {
   EXPECT_STREQ(op->name, "batchnorm");
   EXPECT_EQ(op->kind, SIMDNORM_BATCHNORM);
   EXPECT_EQ(op->descriptor, SIMDNORM_BATCH_DESC);
-  EXPECT_EQ(op->has_backward, 0);
+  EXPECT_EQ(op->has_backward, 1);  // simdnorm_batch_norm_backward
   EXPECT_EQ(op->flags, unsigned{SIMDNORM_FAST_ROUNDING});
   EXPECT_EQ(simdnorm_op_at(SIMDNORM_BATCHNORM), op);
   ExpectNotARowKind(SIMDNORM_BATCHNORM);

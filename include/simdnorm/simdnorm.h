@@ -10,7 +10,8 @@
  * simdnorm_op_count() and simdnorm_op_at() list these kinds with what each
  * accepts (the registry of operations). GroupNorm and InstanceNorm, over
  * (N, C, *spatial) tensors, have their own descriptor: simdnorm_group_desc;
- * BatchNorm has simdnorm_batch_desc.
+ * BatchNorm has simdnorm_batch_desc (and simdnorm_batch_backward_desc for
+ * its gradients).
  * NULL gamma means 1, NULL beta means 0. bf16 and f16 inputs widen exactly
  * to float; results are rounded once, to nearest-even, to y_type.
  *
@@ -587,6 +588,113 @@ static inline simdnorm_status simdnorm_batch_norm_reference(
   return simdnorm_batch_norm_reference_sized(d, sizeof(simdnorm_batch_desc));
 }
 
+/* ------------------------------------------------- BatchNorm backward
+ *
+ * The gradients of simdnorm_batch_norm with respect to x, gamma and beta,
+ * for x of shape (n, c, *spatial) in either layout. Per channel ch, over
+ * its M = n * hw elements, with g = dy * gamma[ch] (NULL gamma: 1):
+ *   training (the statistics are the batch's, functions of x):
+ *     mean and var (population) recomputed from x exactly as
+ *     simdnorm_batch_norm computes them, r = 1 / sqrt(var + eps),
+ *     xhat = (x - mean) * r,
+ *     dx = r * (g - mean_ch(g) - xhat * mean_ch(g * xhat))
+ *   inference (running_mean and running_var are constants):
+ *     r = 1 / sqrt(running_var[ch] + eps), xhat = (x - running_mean) * r,
+ *     dx = g * r
+ *   both:
+ *     dgamma[ch] = sum(dy * xhat),  dbeta[ch] = sum(dy)
+ * (torch.nn.functional.batch_norm's gradients; the derivation is
+ * LayerNorm's over the channel's M elements, docs/accuracy.md,
+ * "Backward"). beta does not enter them.
+ *
+ * Types: x, dy and dx are each F32, BF16 or F16, gamma is param_type. dx
+ * is computed in fp32 and rounded once to dx_type (16-bit dx are NOT
+ * correctly rounded: within half an ulp plus the fp32 bound,
+ * docs/accuracy.md). dgamma and dbeta are fp32 (c floats each, NULL = not
+ * wanted), each channel's sums in fp32 blocks added in double, in an order
+ * fixed by the shape: dx, dgamma and dbeta are bitwise identical for every
+ * thread count.
+ *
+ * Aliasing: dx may be exactly dy (same pointer and element size): in
+ * place. Any other overlap of an output (dx, dgamma, dbeta) with any other
+ * buffer is SIMDNORM_OVERLAP.
+ *
+ * Non-finite values, as the forward: training: a channel holding an inf
+ * or NaN in x or dy, or whose var + eps is 0 (or whose fp32 sums
+ * overflow), gets dx = the default quiet NaN throughout and dgamma NaN
+ * (dbeta is its sum of dy as it comes); other channels are not affected.
+ * Inference is a map per element: a NaN or inf in dy gives that element's
+ * dx only (x does not enter dx), and a channel whose running_var + eps is
+ * 0, negative or NaN, or whose running_mean is NaN, gets dx NaN throughout
+ * and dgamma NaN.
+ *
+ * Errors: validated first, in this order: enums (I8 anywhere:
+ * UNSUPPORTED), eps, flags (INVALID_ARGUMENT), inference without both
+ * running statistics (INVALID_ARGUMENT); then, when n > 0, NULL x, dy or
+ * dx (INVALID_ARGUMENT), shapes (c or hw 0, sizes that overflow, training
+ * with M = 1: INVALID_SHAPE), overlaps. On any status other than
+ * SIMDNORM_OK nothing has been written. n = 0 is valid: x, dy and dx may
+ * be NULL, and dgamma and dbeta (when not NULL) are set to zeros.
+ *
+ * Allocation: one heap allocation per call (the fp32 gamma), and in NHWC
+ * training the forward's per-thread statistics scratch.
+ * Threads: channels (NCHW) or blocks of 16 channels (NHWC) are split over
+ * at most max_threads threads; no result depends on the split. */
+/* All-zero = NCHW, F32, no gamma, inference (which then needs the running
+ * statistics), eps 0, default threads. Later versions only append fields
+ * whose zero keeps this meaning. */
+typedef struct simdnorm_batch_backward_desc {
+  size_t n;  /* samples */
+  size_t c;  /* channels */
+  size_t hw; /* elements per channel and sample (spatial product) */
+  simdnorm_layout layout;
+  const void* x; /* the forward's input */
+  simdnorm_dtype x_type;
+  const void* dy; /* the gradient of the forward's output y */
+  simdnorm_dtype dy_type;
+  void* dx; /* the gradient of x; may be exactly dy */
+  simdnorm_dtype dx_type;
+  const void* gamma; /* c elements of param_type, NULL = 1 */
+  simdnorm_dtype param_type;
+  /* Inference only (both required, c floats each); not read in training. */
+  const float* running_mean;
+  const float* running_var;
+  float eps;    /* >= 0 and finite, the forward's */
+  int training; /* 0: inference, else training (batch statistics) */
+  /* c floats each, NULL = not wanted: overwritten (not added to). */
+  float* dgamma;
+  float* dbeta;
+  size_t max_threads; /* 0 = arena default, 1 = calling thread only */
+  unsigned flags;     /* 0 (none defined yet) */
+} simdnorm_batch_backward_desc;
+
+/* The smallest batch backward descriptor a caller may pass: that of 0.4. */
+#define SIMDNORM_BATCH_BACKWARD_DESC_MIN_SIZE \
+  (offsetof(simdnorm_batch_backward_desc, flags) + sizeof(unsigned))
+
+/* dx (and dgamma, dbeta) with the active ISA's kernels; desc_size as for
+ * simdnorm_normalize_sized. */
+SIMDNORM_API simdnorm_status simdnorm_batch_norm_backward_sized(
+    const simdnorm_batch_backward_desc* d, size_t desc_size);
+
+/* The same contract from the formulas above in float64, by a plain scalar
+ * loop (two-pass mean and variance per channel), each output rounded once:
+ * the truth the kernels are tested against. Validated as
+ * simdnorm_batch_norm_backward. Single-threaded. */
+SIMDNORM_API simdnorm_status simdnorm_batch_norm_backward_reference_sized(
+    const simdnorm_batch_backward_desc* d, size_t desc_size);
+
+static inline simdnorm_status simdnorm_batch_norm_backward(
+    const simdnorm_batch_backward_desc* d) {
+  return simdnorm_batch_norm_backward_sized(
+      d, sizeof(simdnorm_batch_backward_desc));
+}
+static inline simdnorm_status simdnorm_batch_norm_backward_reference(
+    const simdnorm_batch_backward_desc* d) {
+  return simdnorm_batch_norm_backward_reference_sized(
+      d, sizeof(simdnorm_batch_backward_desc));
+}
+
 /* The registry of operations: every kind this library computes and what it
  * accepts, for tools, tests and bindings to enumerate rather than name.
  * Entries are static and never change; later versions may append fields.
@@ -598,7 +706,9 @@ typedef enum simdnorm_descriptor {
   SIMDNORM_GROUP_DESC = 1, /* simdnorm_group_desc: simdnorm_group_norm
                               (backward: simdnorm_group_backward_desc,
                               simdnorm_group_norm_backward) */
-  SIMDNORM_BATCH_DESC = 2  /* simdnorm_batch_desc: simdnorm_batch_norm */
+  SIMDNORM_BATCH_DESC = 2  /* simdnorm_batch_desc: simdnorm_batch_norm
+                              (backward: simdnorm_batch_backward_desc,
+                              simdnorm_batch_norm_backward) */
 } simdnorm_descriptor;
 
 typedef struct simdnorm_op_info {
@@ -624,7 +734,8 @@ typedef struct simdnorm_op_info {
   double f32_bound;
   /* 1: it has a backward pass (since 0.4): simdnorm_backward for
    * SIMDNORM_ROW_DESC kinds, simdnorm_group_norm_backward for
-   * SIMDNORM_GROUP_DESC. */
+   * SIMDNORM_GROUP_DESC, simdnorm_batch_norm_backward for
+   * SIMDNORM_BATCH_DESC. */
   int has_backward;
   /* The descriptor it takes (since 0.4). */
   simdnorm_descriptor descriptor;

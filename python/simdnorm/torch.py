@@ -36,12 +36,13 @@ GroupNorm, InstanceNorm and BatchNorm (`group_norm`, `instance_norm`,
 channels_last (NHWC) tensors in place and write the output in the input's
 memory format. Their 16-bit results are the float32 result rounded once
 (SIMDNORM_FAST_ROUNDING: within half an ulp plus the float32 bound), not
-correctly rounded as the row kinds' are. GroupNorm and InstanceNorm (with
-use_input_stats) have a backward pass (simdnorm_group_norm_backward: dx in
-the input's dtype, dweight and dbias summed in float32, the same bits for
-any thread count); BatchNorm has none yet: with autograd on, an input or
-weight that requires grad raises RuntimeError (torch.no_grad() and
-torch.inference_mode() are fine).
+correctly rounded as the row kinds' are. All of them have a backward
+pass: GroupNorm and InstanceNorm over the input's statistics through
+simdnorm_group_norm_backward, BatchNorm (`batch_norm`, the
+`BatchNorm1d/2d/3d` modules, and `instance_norm(use_input_stats=False)`,
+which is BatchNorm's inference) through simdnorm_batch_norm_backward: dx
+in the input's dtype, dweight and dbias per channel summed in float32,
+the same bits for any thread count.
 `normalize` takes any `dim` (p = 2 only): other than the last, through a
 copy with that dimension moved last.
 """
@@ -95,6 +96,19 @@ def _needs_grad(x, weight, bias):
         getattr(t, "requires_grad", False) for t in (x, weight, bias))
 
 
+def _weight_grads(ctx, status, dgamma, dbeta, weight):
+    """After a backward call of an autograd Function below: raises for a
+    bad status, else (dweight, dbias) in the parameters' shapes and dtypes
+    from the float32 sums (None where not wanted)."""
+    if status:
+        raise _rows.error(status, ctx.who + " (backward)")
+    dw = None if dgamma is None else dgamma.view(weight.shape).to(
+        weight.dtype)
+    db = None if dbeta is None else dbeta.view(ctx.bias_shape).to(
+        ctx.bias_dtype)
+    return dw, db
+
+
 class _Norm(torch.autograd.Function):
     """The functional forms under autograd: the forward as without grad,
     the backward through simdnorm_backward (lib/backward_rows-inl.h)."""
@@ -137,10 +151,7 @@ class _Norm(torch.autograd.Function):
             0 if dgamma is None else dgamma.data_ptr(),
             0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
         del keep
-        if status:
-            raise _rows.error(status, ctx.who + " (backward)")
-        dw = dgamma.view(weight.shape).to(weight.dtype) if want_w else None
-        db = dbeta.view(ctx.bias_shape).to(ctx.bias_dtype) if want_b else None
+        dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
         return None, None, dx.view(x.shape), None, dw, db, None, None, None, \
             None
 
@@ -454,7 +465,7 @@ class _GroupNorm(torch.autograd.Function):
         ctx.who, ctx.num_groups, ctx.eps, ctx.layout = who, num_groups, \
             float(eps), layout
         if bias is not None:
-            ctx.bias_dtype = bias.dtype
+            ctx.bias_dtype, ctx.bias_shape = bias.dtype, bias.shape
         return y
 
     @staticmethod
@@ -478,10 +489,7 @@ class _GroupNorm(torch.autograd.Function):
             ctx.eps, 0 if dgamma is None else dgamma.data_ptr(),
             0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
         del keep
-        if status:
-            raise _rows.error(status, ctx.who + " (backward)")
-        dw = dgamma.to(weight.dtype) if want_w else None
-        db = dbeta.to(ctx.bias_dtype) if want_b else None
+        dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
         return None, dx, None, dw, db, None
 
 
@@ -587,9 +595,7 @@ def _instance_norm_running(who, x, running_mean, running_var, weight, bias,
                        False, 0.0, eps)
 
 
-# BatchNorm (simdnorm_batch_norm).
-
-_NO_BATCH_BACKWARD = "simdnorm has no BatchNorm backward pass"
+# BatchNorm (simdnorm_batch_norm, simdnorm_batch_norm_backward).
 
 
 def _running(who, name, t, c):
@@ -624,10 +630,9 @@ def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
     and memory format (layouts as _group_norm's); running statistics
     updated in place in training. Nothing is written on an error."""
     x_type = _tensor(x, "input", who)
-    if _is_grad_enabled():
-        for name, t in (("input", x), ("weight", weight), ("bias", bias)):
-            if getattr(t, "requires_grad", False):
-                raise _no_grad_error(who, name, _NO_BATCH_BACKWARD)
+    if _needs_grad(x, weight, bias):
+        return _BatchNorm.apply(who, x, running_mean, running_var, weight,
+                                bias, training, momentum, eps)
     if x.dim() < 2:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"input has shape {tuple(x.shape)}; expected (N, "
@@ -673,6 +678,67 @@ def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
     return y
 
 
+class _BatchNorm(torch.autograd.Function):
+    """batch_norm under autograd: the forward as without grad (running
+    statistics updated in place in training), the backward through
+    simdnorm_batch_norm_backward (lib/batch_backward-inl.h): in training
+    the batch's statistics recomputed from x as the forward computes them,
+    in inference the running statistics of the forward's call."""
+
+    @staticmethod
+    def forward(ctx, who, x, running_mean, running_var, weight, bias,
+                training, momentum, eps):
+        # Grad mode is off in here: _batch_norm computes y directly.
+        y = _batch_norm(who, x, running_mean, running_var, weight, bias,
+                        training, momentum, eps)
+        ctx.who, ctx.training, ctx.eps = who, bool(training), float(eps)
+        stats = ()
+        if not ctx.training:
+            # The constants of dx, as float32, copied: a later update of
+            # the buffers must not change this graph's gradient.
+            stats = tuple(t.detach().to(torch.float32, copy=True)
+                          for t in (running_mean, running_var))
+        ctx.save_for_backward(x, weight, *stats)
+        if bias is not None:
+            ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, *stats = ctx.saved_tensors
+        want_w, want_b = ctx.needs_input_grad[4], ctx.needs_input_grad[5]
+        n, c = x.shape[0], x.shape[1]
+        hw = math.prod(x.shape[2:])
+        # x as the forward read it (NCHW, or NHWC in place); dy and dx in
+        # the same layout.
+        if x.dim() > 2 and not x.is_contiguous() and _channels_last(x):
+            layout = _core.NHWC
+            dy = dy.movedim(1, -1).contiguous().movedim(-1, 1)
+        else:
+            layout = _core.NCHW
+            x, dy = x.contiguous(), dy.contiguous()
+        if dy.dtype not in _DTYPES:
+            dy = dy.to(x.dtype)
+        dx = torch.empty_like(dy, dtype=x.dtype)
+        gamma, param_type, keep = 0, _core.F32, None
+        if weight is not None:
+            keep = weight.contiguous()
+            gamma, param_type = keep.data_ptr(), _DTYPES[keep.dtype]
+        rm, rv = (t.data_ptr() for t in stats) if stats else (0, 0)
+        dgamma = torch.empty(c) if want_w else None
+        dbeta = torch.empty(c) if want_b else None
+        types = (_DTYPES[x.dtype] | _DTYPES[dy.dtype] << 4 |
+                 _DTYPES[dx.dtype] << 8 | param_type << 12)
+        status = _core.batch_norm_backward(
+            n, c, hw, layout, x.data_ptr(), dy.data_ptr(), dx.data_ptr(),
+            types, gamma, rm, rv, ctx.eps, ctx.training,
+            0 if dgamma is None else dgamma.data_ptr(),
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+        del keep
+        dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
+        return None, dx, None, None, dw, db, None, None, None
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None,
                training=False, momentum=0.1, eps=1e-5):
     """torch.nn.functional.batch_norm: each channel normalized over the
@@ -684,8 +750,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     or float32, running statistics float32 (others through a float32
     copy); the output in the input's dtype and memory format (contiguous
     or channels_last, read in place). 16-bit results: the float32 result
-    rounded once. momentum=None raises NotImplementedError. No backward
-    pass yet (see the module's documentation)."""
+    rounded once. momentum=None raises NotImplementedError. Under
+    autograd, the gradients of simdnorm_batch_norm_backward (see the
+    module's documentation)."""
     return _batch_norm("simdnorm.torch.batch_norm", input, running_mean,
                        running_var, weight, bias, training, momentum, eps)
 
@@ -889,18 +956,18 @@ class _BatchNormMixin:
 
 
 class BatchNorm1d(_BatchNormMixin, torch.nn.BatchNorm1d):
-    """torch.nn.BatchNorm1d computed by simdnorm (batch_norm); no backward
-    pass yet."""
+    """torch.nn.BatchNorm1d computed by simdnorm (batch_norm), with its
+    backward pass."""
 
 
 class BatchNorm2d(_BatchNormMixin, torch.nn.BatchNorm2d):
-    """torch.nn.BatchNorm2d computed by simdnorm (batch_norm); no backward
-    pass yet."""
+    """torch.nn.BatchNorm2d computed by simdnorm (batch_norm), with its
+    backward pass."""
 
 
 class BatchNorm3d(_BatchNormMixin, torch.nn.BatchNorm3d):
-    """torch.nn.BatchNorm3d computed by simdnorm (batch_norm); no backward
-    pass yet."""
+    """torch.nn.BatchNorm3d computed by simdnorm (batch_norm), with its
+    backward pass."""
 
 
 _BATCH_NORMS = {torch.nn.BatchNorm1d: BatchNorm1d,

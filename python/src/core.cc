@@ -29,7 +29,8 @@ T* Ptr(uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
-// The i-th dtype packed in `types` (x | y << 4 | param << 8).
+// The i-th dtype packed in `types` (x | y << 4 | param << 8; the batch
+// backward's x | dy << 4 | dx << 8 | param << 12).
 simdnorm_dtype TypeAt(unsigned types, int i) {
   return static_cast<simdnorm_dtype>((types >> (4 * i)) & 0xFu);
 }
@@ -520,6 +521,43 @@ PYBIND11_MODULE(_core, m) {
       "simdnorm_batch_norm on one descriptor (n, c, hw, layout, x, y, "
       "types = x | y << 4 | param << 8, gamma, beta, running_mean, "
       "running_var, save_mean, save_invstd, momentum, eps, training, flags, "
+      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+
+  m.def(
+      "batch_norm_backward",
+      [](size_t n, size_t c, size_t hw, int layout, uintptr_t x, uintptr_t dy,
+         uintptr_t dx, unsigned types, uintptr_t gamma, uintptr_t running_mean,
+         uintptr_t running_var, float eps, bool training, uintptr_t dgamma,
+         uintptr_t dbeta, size_t max_threads) {
+        // In the field order of simdnorm_batch_backward_desc (which only
+        // grows at its end).
+        const simdnorm_batch_backward_desc d{
+            n,
+            c,
+            hw,
+            static_cast<simdnorm_layout>(layout),
+            Ptr<const void>(x),
+            TypeAt(types, 0),
+            Ptr<const void>(dy),
+            TypeAt(types, 1),
+            Ptr<void>(dx),
+            TypeAt(types, 2),
+            Ptr<const void>(gamma),
+            TypeAt(types, 3),
+            Ptr<const float>(running_mean),
+            Ptr<const float>(running_var),
+            eps,
+            training ? 1 : 0,
+            Ptr<float>(dgamma),
+            Ptr<float>(dbeta),
+            max_threads,
+            0u};
+        py::gil_scoped_release unlocked;
+        return static_cast<int>(simdnorm_batch_norm_backward(&d));
+      },
+      "simdnorm_batch_norm_backward on one descriptor (n, c, hw, layout, x, "
+      "dy, dx, types = x | dy << 4 | dx << 8 | param << 12, gamma, "
+      "running_mean, running_var, eps, training, dgamma, dbeta, "
       "max_threads; addresses as integers, 0 = NULL); returns the status.");
 
   m.def(

@@ -386,11 +386,11 @@ def test_batch_norm_bad_inputs_raise_and_write_nothing():
          lambda: st.batch_norm(x, rm, rv, torch.ones(5), training=True)),
         (NotImplementedError, "momentum=None",
          lambda: st.batch_norm(x, rm, rv, training=True, momentum=None)),
-        (RuntimeError, "no BatchNorm backward pass",
+        (NotImplementedError, "momentum=None",  # also under autograd
          lambda: st.batch_norm(x, rm, rv, torch.ones(6, requires_grad=True),
-                               training=True)),
-        (RuntimeError, "input requires grad",
-         lambda: st.batch_norm(x.clone().requires_grad_(), rm, rv)),
+                               training=True, momentum=None)),
+        (ValueError, "needs running_mean",
+         lambda: st.batch_norm(x.clone().requires_grad_(), None, None)),
     ]
     for cls, match, call in cases:
         with pytest.raises(cls, match=match):
@@ -399,6 +399,135 @@ def test_batch_norm_bad_inputs_raise_and_write_nothing():
             rv, torch.ones(6))
     with torch.no_grad():
         st.batch_norm(x, rm, rv, torch.ones(6, requires_grad=True))
+
+
+def _batch_grad_exact(x, rm, rv, w, b, dy, training, eps):
+    """torch's F.batch_norm gradients in float64 (dx, dweight, dbias) and
+    their bounds (docs/accuracy.md, "Backward", BatchNorm): dx within
+    128 * 2^-23 * M_j in training, M_j = r |w| (|dy_j| + mean|dy| +
+    (|xhat_j| + 1) mean(|dy| (|xhat| + 1))) over the channel, and within
+    2 * 2^-23 |dx| in inference; dweight within 64 * 2^-23 * sum |dy|
+    (|xhat| + tau), dbias 32 * 2^-23 * sum |dy| (tau = 1 in training,
+    0 in inference)."""
+    leaves = [t.detach().double().requires_grad_() for t in (x, w, b)]
+    F.batch_norm(leaves[0], rm.double().clone(), rv.double().clone(),
+                 leaves[1], leaves[2], training, 0.1, eps).backward(
+                     dy.double())
+    dims = [0] + list(range(2, x.dim()))
+    view = (1, -1) + (1,) * (x.dim() - 2)
+    xd, ady = x.double(), dy.double().abs()
+    if training:
+        mean = xd.mean(dims, keepdim=True)
+        var = ((xd - mean) ** 2).mean(dims, keepdim=True)
+    else:
+        mean, var = rm.double().view(view), rv.double().view(view)
+    r = 1 / torch.sqrt(var + eps)
+    axhat = ((xd - mean) * r).abs()
+    g = w.double().abs().view(view)
+    if training:
+        scale = r * g * (ady + ady.mean(dims, keepdim=True) + (axhat + 1) * (
+            ady * (axhat + 1)).mean(dims, keepdim=True))
+        dx_lim = 128 * 2.0**-23 * scale
+    else:
+        dx_lim = 2 * 2.0**-23 * (ady * g * r)
+    tau = 1.0 if training else 0.0
+    dw_lim = 64 * 2.0**-23 * (ady * (axhat + tau)).sum(dims)
+    db_lim = 32 * 2.0**-23 * ady.sum(dims)
+    return [t.grad for t in leaves], [dx_lim, dw_lim, db_lim]
+
+
+def _assert_grad_within(got, want, limit, dtype=torch.float32):
+    got, want = got.double(), want.detach()
+    limit = limit + 2.0**-24 * want.abs()
+    if dtype != torch.float32:
+        limit = limit + 0.5 * torch.from_numpy(
+            ulp(want.abs().numpy() + limit.numpy(), NAMES[dtype]))
+    err = (got - want).abs()
+    bad = ~(err <= limit * (1 + 2.0**-30))
+    worst = float((err / limit)[bad].max()) if bad.any() else 0.0
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.numel()} out of the "
+                           f"bound; worst {worst:.2f}x")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16],
+                         ids=NAMES.get)
+@pytest.mark.parametrize("shape", [(4, 6, 5, 3), (8, 5)], ids=str)
+def test_batch_norm_autograd_matches_float64(shape, dtype):
+    # dx, dweight and dbias of simdnorm_batch_norm_backward against torch's
+    # autograd of F.batch_norm in float64 on the same inputs, training and
+    # eval, contiguous and channels_last; the running statistics are
+    # updated as without grad.
+    g = torch.Generator().manual_seed(11)
+    c = shape[1]
+    x = (torch.randn(shape, generator=g) * 2 + 1).to(dtype)
+    dy = torch.randn(shape, generator=g).to(dtype)
+    w = torch.randn(c, generator=g) * 0.5 + 1
+    b = torch.randn(c, generator=g)
+    rm = torch.randn(c, generator=g) * 0.1 + 1
+    rv = torch.rand(c, generator=g) + 3.5
+    layouts = [x]
+    if len(shape) == 4:
+        layouts.append(x.to(memory_format=torch.channels_last))
+    for xs in layouts:
+        for training in (True, False):
+            leaves = [t.clone().requires_grad_() for t in (xs, w, b)]
+            ours_m, ours_v = rm.clone(), rv.clone()
+            y = st.batch_norm(leaves[0], ours_m, ours_v, leaves[1], leaves[2],
+                              training, 0.1, 1e-5)
+            assert y.requires_grad
+            y.backward(dy)
+            wants, limits = _batch_grad_exact(xs, rm, rv, w, b, dy, training,
+                                              1e-5)
+            assert leaves[0].grad.dtype == dtype
+            assert leaves[0].grad.shape == xs.shape
+            _assert_grad_within(leaves[0].grad, wants[0], limits[0], dtype)
+            _assert_grad_within(leaves[1].grad, wants[1], limits[1])
+            _assert_grad_within(leaves[2].grad, wants[2], limits[2])
+            with torch.no_grad():
+                want_m, want_v = rm.clone(), rv.clone()
+                st.batch_norm(xs, want_m, want_v, w, b, training, 0.1, 1e-5)
+            assert torch.equal(ours_m, want_m) and torch.equal(ours_v, want_v)
+
+
+def test_batch_norm_autograd_modules_and_instance_norm():
+    # BatchNorm2d's parameters and input get torch's gradients (train and
+    # eval); instance_norm(use_input_stats=False), BatchNorm's inference,
+    # too.
+    g = torch.Generator().manual_seed(12)
+    ours, ref = st.BatchNorm2d(6), torch.nn.BatchNorm2d(6).double()
+    with torch.no_grad():
+        ours.weight.uniform_(0.5, 1.5, generator=g)
+        ours.bias.uniform_(-0.5, 0.5, generator=g)
+        ref.weight.copy_(ours.weight)
+        ref.bias.copy_(ours.bias)
+    x = torch.randn(3, 6, 4, 5, generator=g)
+    dy = torch.randn(3, 6, 4, 5, generator=g)
+    for train in (True, False):
+        ours.train(train)
+        ref.train(train)
+        ours.zero_grad()
+        ref.zero_grad()
+        xo = x.clone().requires_grad_()
+        xr = x.double().requires_grad_()
+        ours(xo).backward(dy)
+        ref(xr).backward(dy.double())
+        for got, want in ((xo.grad, xr.grad),
+                          (ours.weight.grad, ref.weight.grad),
+                          (ours.bias.grad, ref.bias.grad)):
+            torch.testing.assert_close(got.double(), want, rtol=1e-5,
+                                       atol=1e-5)
+        torch.testing.assert_close(ours.running_mean.double(),
+                                   ref.running_mean, rtol=1e-6, atol=1e-7)
+    rm, rv = torch.randn(6, generator=g), torch.rand(6, generator=g) + 0.5
+    w = torch.randn(6, generator=g).requires_grad_()
+    xo = x.clone().requires_grad_()
+    st.instance_norm(xo, rm, rv, w, None, use_input_stats=False).backward(dy)
+    xr, wr = x.double().requires_grad_(), w.detach().double().requires_grad_()
+    F.instance_norm(xr, rm.double(), rv.double(), wr, None,
+                    use_input_stats=False).backward(dy.double())
+    torch.testing.assert_close(xo.grad.double(), xr.grad, rtol=1e-6,
+                               atol=1e-7)
+    torch.testing.assert_close(w.grad.double(), wr.grad, rtol=1e-5, atol=1e-6)
 
 
 def test_batch_norm_modules_and_patch():
