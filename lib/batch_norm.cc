@@ -44,10 +44,17 @@ Status BatchNorm(const simdnorm_batch_desc& d) {
   a.mean = stats.get();
   a.var = a.training ? stats.get() + a.c : nullptr;
   const bool nchw = p.layout == SIMDNORM_NCHW;
-  const size_t units = nchw ? a.c : (a.c + kBatchBlock - 1) / kBatchBlock;
+  // Units: NCHW training a channel, NCHW inference a plane (n * c of
+  // them, in memory order), NHWC a block of kBatchBlock channels.
+  const size_t units = !nchw        ? (a.c + kBatchBlock - 1) / kBatchBlock
+                       : a.training ? a.c
+                                    : a.n * a.c;
+  const size_t per_unit = !nchw        ? a.n * a.hw * kBatchBlock
+                          : a.training ? a.n * a.hw
+                                       : a.hw;
   // Work per unit: training reads x twice (or four times) and writes y.
   ParallelUnits(ActiveIsa().batch[p.layout][p.x_type][p.y_type], a, units,
-                a.n * a.hw * (nchw ? 1 : kBatchBlock) * 2, d.max_threads);
+                per_unit * 2, d.max_threads);
   if (a.training) {
     for (size_t ch = 0; ch < a.c; ++ch)
       BatchUpdate(p, ch, a.mean[ch], a.var[ch]);

@@ -39,8 +39,9 @@ struct BatchArgs {
   double* var;
 };
 
-// Units [begin, end): channels (NCHW) or blocks of kBatchBlock channels
-// (NHWC).
+// Units [begin, end): channels (NCHW training), planes of hw elements in
+// memory order (NCHW inference: n * c of them) or blocks of kBatchBlock
+// channels (NHWC).
 using BatchFn = void (*)(const BatchArgs& args, size_t begin, size_t end);
 
 // [layout][x_type][y_type]

@@ -109,21 +109,39 @@ RowScale ChannelScaleNchw(DF df, const TX* x, size_t n, size_t hw,
                   var_s * m};
 }
 
+// NCHW inference: units are the n * c planes of hw elements in memory
+// order (a channel's planes are c * hw apart: walking them channel by
+// channel made short planes, 14x14 and below, 3.8x memcpy's time, each
+// plane a new stream for the prefetchers). A plane's constants are a
+// division and a square root of its channel's running statistics.
+template <typename TX, typename TY, class DF>
+HWY_INLINE void BatchNchwInference(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end) {
+  for (size_t u = begin; u < end; ++u) {
+    const size_t ch = u % a.c;
+    const TX* x = static_cast<const TX*>(a.x) + u * a.hw;
+    TY* y = static_cast<TY*>(a.y) + u * a.hw;
+    const RowScale k = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    if (HWY_UNLIKELY(NaNRow(k))) {
+      FillNaN(df, y, static_cast<float*>(nullptr), 0, a.hw);
+    } else {
+      ApplyChannels(df, x, y, a.gamma + ch, a.beta + ch, 1, a.hw, k);
+    }
+  }
+}
+
 template <typename TX, typename TY>
 HWY_NOINLINE void BatchNchw(const internal::BatchArgs& a, size_t begin,
                             size_t end) {
   const hn::ScalableTag<float> df;
+  if (!a.training) return BatchNchwInference<TX, TY>(df, a, begin, end);
   const size_t row_stride = a.c * a.hw;
   for (size_t ch = begin; ch < end; ++ch) {
     const TX* x = static_cast<const TX*>(a.x) + ch * a.hw;
     TY* y = static_cast<TY*>(a.y) + ch * a.hw;
-    RowScale k;
-    if (a.training) {
-      k = ChannelScaleNchw(df, x, a.n, a.hw, row_stride, a.eps, &a.mean[ch]);
-      a.var[ch] = k.second / (static_cast<double>(a.n) * a.hw);
-    } else {
-      k = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
-    }
+    const RowScale k =
+        ChannelScaleNchw(df, x, a.n, a.hw, row_stride, a.eps, &a.mean[ch]);
+    a.var[ch] = k.second / (static_cast<double>(a.n) * a.hw);
     const bool nan = NaNRow(k);
     for (size_t i = 0; i < a.n; ++i) {
       if (HWY_UNLIKELY(nan)) {
