@@ -44,14 +44,19 @@ Status BatchNorm(const simdnorm_batch_desc& d) {
   a.mean = stats.get();
   a.var = a.training ? stats.get() + a.c : nullptr;
   const bool nchw = p.layout == SIMDNORM_NCHW;
-  // Units: NCHW training a channel, NCHW inference a plane (n * c of
-  // them, in memory order), NHWC a block of kBatchBlock channels.
-  const size_t units = !nchw        ? (a.c + kBatchBlock - 1) / kBatchBlock
-                       : a.training ? a.c
-                                    : a.n * a.c;
-  const size_t per_unit = !nchw        ? a.n * a.hw * kBatchBlock
-                          : a.training ? a.n * a.hw
-                                       : a.hw;
+  // Units (batch_norm.h): NCHW training a channel, NCHW inference a plane,
+  // NHWC training kBatchBlock channels, NHWC inference kBatchInferenceRows
+  // positions.
+  size_t units, per_unit;
+  if (a.training) {
+    units = nchw ? a.c : (a.c + kBatchBlock - 1) / kBatchBlock;
+    per_unit = a.n * a.hw * (nchw ? 1 : kBatchBlock);
+  } else {
+    const size_t rows = a.n * a.hw;
+    units = nchw ? a.n * a.c
+                 : (rows + kBatchInferenceRows - 1) / kBatchInferenceRows;
+    per_unit = nchw ? a.hw : kBatchInferenceRows * a.c;
+  }
   // Work per unit: training reads x twice (or four times) and writes y.
   ParallelUnits(ActiveIsa().batch[p.layout][p.x_type][p.y_type], a, units,
                 per_unit * 2, d.max_threads);

@@ -19,6 +19,8 @@ namespace internal {
 // shorter): a channel's results never depend on its block, so any split
 // gives the same bits.
 inline constexpr size_t kBatchBlock = 16;
+// NHWC inference's unit: positions (rows of c elements) in memory order.
+inline constexpr size_t kBatchInferenceRows = 256;
 
 // One call's operands, validated. The weights are fp32, made by the
 // driver as for GroupNorm (1 and -0 where absent).
@@ -40,8 +42,9 @@ struct BatchArgs {
 };
 
 // Units [begin, end): channels (NCHW training), planes of hw elements in
-// memory order (NCHW inference: n * c of them) or blocks of kBatchBlock
-// channels (NHWC).
+// memory order (NCHW inference: n * c of them), blocks of kBatchBlock
+// channels (NHWC training) or of kBatchInferenceRows positions (NHWC
+// inference).
 using BatchFn = void (*)(const BatchArgs& args, size_t begin, size_t end);
 
 // [layout][x_type][y_type]

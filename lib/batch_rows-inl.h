@@ -154,10 +154,36 @@ HWY_NOINLINE void BatchNchw(const internal::BatchArgs& a, size_t begin,
   }
 }
 
+// NHWC inference: units are blocks of positions in memory order, every
+// channel's constants set once per call (walking blocks of 16 channels
+// read each cache line of x once per block: 2.5-4x memcpy's time). The
+// same operations per element as channel blocks, so the same bits.
+template <typename TX, typename TY, class DF>
+HWY_INLINE void BatchNhwcInference(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end) {
+  const size_t c = a.c, rows = a.n * a.hw;
+  ChannelScratch t(c, hn::Lanes(df));
+  std::unique_ptr<RowScale[]> k(new RowScale[c]);
+  for (size_t ch = 0; ch < c; ++ch) {
+    k[ch] = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+  }
+  SetChannels(t, k.get(), c, 1);
+  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
+  float* g = weights.get();
+  float* b = g + t.cp;
+  std::copy(a.gamma, a.gamma + c, g);
+  std::copy(a.beta, a.beta + c, b);
+  const size_t p0 = begin * internal::kBatchInferenceRows;
+  const size_t p1 = std::min(rows, end * internal::kBatchInferenceRows);
+  ApplyNhwc(df, static_cast<const TX*>(a.x) + p0 * c,
+            static_cast<TY*>(a.y) + p0 * c, c, c, p1 - p0, t, g, b);
+}
+
 template <typename TX, typename TY>
 HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
                             size_t end) {
   const hn::ScalableTag<float> df;
+  if (!a.training) return BatchNhwcInference<TX, TY>(df, a, begin, end);
   const size_t N = hn::Lanes(df), rows = a.n * a.hw;
   ChannelScratch t(internal::kBatchBlock, N);
   RowScale k[internal::kBatchBlock];
