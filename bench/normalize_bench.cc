@@ -41,6 +41,10 @@
 #include "reference_check.h"
 #include "simdnorm/simdnorm.h"
 
+namespace simdnorm_bench {
+void RegisterFamilies();  // family_bench.cc
+}  // namespace simdnorm_bench
+
 namespace {
 
 using simdnorm_peers::Problem;
@@ -469,6 +473,7 @@ int main(int argc, char** argv) {
 
   benchmark::AddCustomContext("oneDNN", simdnorm_peers::onednn_info());
   RegisterAll();
+  simdnorm_bench::RegisterFamilies();
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   benchmark::RunSpecifiedBenchmarks();

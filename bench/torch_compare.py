@@ -36,6 +36,17 @@ simdnorm_group_norm alone on a preallocated output (`C library`), so that
 `layer` (simdnorm.torch's time minus it) shows what the Python layer costs.
 16-bit outputs are fast-rounded (the only mode GroupNorm has). Times are us
 per call.
+
+--batch instead times BatchNorm inference (running statistics), one thread:
+F.batch_norm against simdnorm.torch.batch_norm on (8, 64, 56, 56)
+(--batch-shapes), contiguous and channels_last, beside a copy of x's bytes.
+
+--channel-backward instead times, one thread, the backward passes of
+GroupNorm (the --group-shapes, --groups) and of BatchNorm in training (the
+--batch-shapes): torch.autograd.grad of F.group_norm and F.batch_norm
+(ATen's native_group_norm_backward, native_batch_norm_backward) against the
+same call through simdnorm.torch's autograd (dx, dweight, dbias), beside a
+copy of the bytes a backward moves (x and dy read, dx written).
 """
 
 import argparse
@@ -201,6 +212,72 @@ def group_cases(x, groups, w, b, eps):
     return ref, mine, library
 
 
+def channel_cases(op, x, groups, w, b, eps, backward):
+    """torch's call and simdnorm.torch's (through autograd when backward:
+    dx, dweight, dbias), and a copy of the bytes the call moves."""
+    c = x.shape[1]
+    rm, rv = torch.randn(c) * 0.1, torch.rand(c) + 0.5
+    leaves = [t.clone().requires_grad_(backward) for t in (x, w, b)]
+    if op == "groupnorm":
+        ys = [f(*leaves[:1], groups, *leaves[1:], 1e-5)
+              for f in (F.group_norm, st.group_norm)]
+    else:
+        ys = [f(leaves[0], rm.clone(), rv.clone(), *leaves[1:],
+                training=backward, eps=eps)
+              for f in (F.batch_norm, st.batch_norm)]
+    dy = torch.randn_like(x)
+    src = torch.empty(x.numel() * x.element_size() * (3 if backward else 2)
+                      // 2, dtype=torch.uint8)
+    dst = torch.empty_like(src)
+    if backward:
+        calls = [lambda y=y: torch.autograd.grad(y, leaves, dy,
+                                                 retain_graph=True)
+                 for y in ys]
+    elif op == "groupnorm":
+        calls = [lambda: F.group_norm(x, groups, w, b, eps),
+                 lambda: st.group_norm(x, groups, w, b, eps)]
+    else:
+        calls = [lambda: F.batch_norm(x, rm, rv, w, b, False, 0.1, eps),
+                 lambda: st.batch_norm(x, rm, rv, w, b, False, 0.1, eps)]
+    return calls + [lambda: dst.copy_(src)]
+
+
+def channel_table(opt, dtypes, jobs, backward):
+    """us per call of torch, simdnorm.torch and a copy, one thread, for each
+    (op, shape) of jobs, both memory formats."""
+    print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "
+          f"torch {torch.__version__}; 1 thread; load average "
+          f"{os.getloadavg()[0]:.2f} at start")
+    print("\nus per call (lower is better); ratio = torch / simdnorm.torch"
+          + (" (both through torch.autograd.grad: dx, dweight, dbias)"
+             if backward else "") + "; copy = a copy of the bytes the call "
+          "moves; simdnorm / copy\n")
+    print("| op | shape | dtype | layout | torch | simdnorm.torch | ratio | "
+          "copy | simdnorm / copy |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|")
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    for op, shape in jobs:
+        for dtype in dtypes:
+            for layout in ("contiguous", "channels_last"):
+                x = torch.randn(shape).to(dtype)
+                if layout == "channels_last":
+                    x = x.to(memory_format=torch.channels_last)
+                c = shape[1]
+                w = (torch.rand(c) + 0.5).to(dtype)
+                b = (torch.rand(c) - 0.5).to(dtype)
+                with torch.inference_mode(not backward):
+                    ref, mine, copy = measure(
+                        channel_cases(op, x, opt.groups, w, b, 1e-5,
+                                      backward),
+                        opt.batches, opt.batch_ms / 1e3, time.thread_time)
+                print(f"| {op}{'' if op != 'batchnorm' or backward else ' inference'}"
+                      f" | {'x'.join(map(str, shape))} | {str(dtype)[6:]} | "
+                      f"{layout} | {ref * 1e6:.1f} | {mine * 1e6:.1f} | "
+                      f"{ref / mine:.2f}x | {copy * 1e6:.1f} | "
+                      f"{mine / copy:.2f} |", flush=True)
+
+
 def group_table(opt, dtypes):
     shapes = [tuple(int(v) for v in s.split("x"))
               for s in opt.group_shapes.split(",")]
@@ -285,6 +362,12 @@ def main():
                         help="time GroupNorm instead (1 thread)")
     parser.add_argument("--group-shapes", default="1x320x64x64,1x1280x8x8")
     parser.add_argument("--groups", type=int, default=32)
+    parser.add_argument("--batch", action="store_true",
+                        help="time BatchNorm inference instead (1 thread)")
+    parser.add_argument("--batch-shapes", default="8x64x56x56")
+    parser.add_argument("--channel-backward", action="store_true",
+                        help="time GroupNorm's and BatchNorm training's "
+                        "backward passes instead (1 thread)")
     opt = parser.parse_args()
     cpus = os.cpu_count()
     threads = [cpus if t == "all" else int(t) for t in opt.threads.split(",")]
@@ -298,6 +381,17 @@ def main():
         return
     if opt.group:
         group_table(opt, dtypes)
+        return
+    def shapes(text):
+        return [tuple(int(v) for v in t.split("x")) for t in text.split(",")]
+    batch_jobs = [("batchnorm", s) for s in shapes(opt.batch_shapes)]
+    if opt.batch:
+        channel_table(opt, dtypes, batch_jobs, False)
+        return
+    if opt.channel_backward:
+        channel_table(opt, dtypes, [("groupnorm", s) for s in
+                                    shapes(opt.group_shapes)] + batch_jobs,
+                      True)
         return
 
     print(f"simdnorm {simdnorm.__version__} (ISA {simdnorm.active_isa()}), "

@@ -11,12 +11,7 @@
 #include "peers.h"
 
 #ifdef SIMDNORM_HAVE_ONEDNN
-#include <oneapi/dnnl/dnnl.hpp>
-#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#elif DNNL_CPU_RUNTIME == DNNL_RUNTIME_TBB
-#include <tbb/task_arena.h>
-#endif
+#include "onednn_threads.h"
 #endif
 
 namespace simdnorm_peers {
@@ -37,29 +32,6 @@ const char* RuntimeName(unsigned r) {
     default:
       return "unknown";
   }
-}
-
-// Runs f with oneDNN limited to one thread when threads == 1; with all
-// threads (its own default) otherwise.
-template <class F>
-void WithThreads(size_t threads, F&& f) {
-#if DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP
-  if (threads == 1) {
-    const int prev = omp_get_max_threads();
-    omp_set_num_threads(1);
-    f();
-    omp_set_num_threads(prev);
-    return;
-  }
-#elif DNNL_CPU_RUNTIME == DNNL_RUNTIME_TBB
-  if (threads == 1) {
-    tbb::task_arena arena(1);
-    arena.execute(f);
-    return;
-  }
-#endif
-  (void)threads;
-  f();
 }
 
 float Widen(const void* p, simdnorm_dtype t, size_t i) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/vocabulary.h"
+#include "family_problem.h"
 
 namespace simdnorm_accuracy {
 
@@ -151,6 +152,11 @@ std::vector<Family> default_families();
 // The families that look like real activations (normal, llm-hidden,
 // student-t2): what the engine variants run on by default.
 std::vector<Family> realistic_families();
+
+// What --op runs by default: the realistic families and the adversarial
+// ones that fit every dtype's range or test it (offset1e4, first-outlier,
+// huge1e25, tiny1e-25).
+std::vector<Family> family_op_families();
 
 // rows x cols values of a generator, reproducible from (seed, gen, cols);
 // the residual stream of the fused add is an independent second draw.
@@ -389,6 +395,7 @@ struct Config {
   // The command line's selection (empty: the defaults, see --help).
   std::vector<std::string> isas;  // as the library lists them, best first
   std::vector<simdnorm_kind> kinds;
+  std::vector<simdnorm_peers::FamilyOp> ops;  // --op: only these run
   std::vector<Variant> variants;
   std::vector<Dtypes> dtypes;
   std::vector<std::string> families;
@@ -437,6 +444,11 @@ struct RunOutput {
 };
 
 RunOutput run_all(const Config& cfg);
+
+// --op's run on the families (shapes, dtypes and ISAs of cfg), its text
+// table on stdout or its JSON and CSV rows; the exit status.
+int run_family_ops(const Config& cfg, const std::vector<Family>& families,
+                   std::FILE* json, std::FILE* csv);
 
 // "AVX2 rmsnorm fused-add bf16/bf16/bf16 normal": a row in messages.
 std::string row_name(const std::string& isa, simdnorm_kind kind,

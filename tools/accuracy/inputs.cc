@@ -146,6 +146,17 @@ std::vector<Family> realistic_families() {
   return out;
 }
 
+std::vector<Family> family_op_families() {
+  std::vector<Family> out = realistic_families();
+  for (const Family& f : default_families()) {
+    if (f.name == "offset1e4" || f.name == "first-outlier" ||
+        f.name == "huge1e25" || f.name == "tiny1e-25") {
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
 bool Family::runs_with(simdnorm_dtype t) const {
   if (bf16q && t != SIMDNORM_F32) return false;
   const bool f16_range = gen != Gen::kHuge1e25 && gen != Gen::kHuge1e36 &&

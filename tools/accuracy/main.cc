@@ -121,6 +121,11 @@ int run_main(int argc, char** argv) {
     return usage_error("cannot write " + cfg.svg_path);
   }
   const bool table_to_stdout = !json.is_stdout() && !csv.is_stdout();
+  if (!cfg.ops.empty()) {
+    return run_family_ops(
+        cfg, cfg.families.empty() ? family_op_families() : families, json.get(),
+        csv.get());
+  }
 
   const auto t0 = std::chrono::steady_clock::now();
   RunOutput out = run_all(cfg);

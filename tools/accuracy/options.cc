@@ -80,6 +80,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
       "ISAs to force (default: every one the library lists)")
       ->type_name("NAME[,NAME]");
   simdnorm_tools::AddKinds(app.get(), &cfg->kinds, false, "(default: all)");
+  simdnorm_tools::AddOps(app.get(), &cfg->ops);
   AddList(app.get(), "--variant", &cfg->variants, simdnorm_tools::parse_variant,
           simdnorm_tools::kVariantSyntax,
           "plain, fused-add (residual, sum_out), gemma\n"

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/vocabulary.h"
+#include "family_problem.h"
 
 namespace simdnorm_tools {
 
@@ -137,6 +138,33 @@ inline CLI::Option* AddKinds(CLI::App* app, std::vector<simdnorm_kind>* kinds,
   return AddList(app, "--kind", kinds, parse, kind_names(),
                  kind_list() + " " + default_text)
       ->type_name("K[,K]");
+}
+
+// --op OP[,OP]: GroupNorm, BatchNorm and the backward passes
+// (bench/peers/family_problem.h)
+// instead of the row kinds' forward pass; "all" for every one.
+using simdnorm_peers::family_op_list;
+using simdnorm_peers::family_ops;
+using simdnorm_peers::FamilyOp;
+inline CLI::Option* AddOps(CLI::App* app, std::vector<FamilyOp>* ops) {
+  auto parse = [ops](const std::string& s, FamilyOp* op) {
+    if (s != "all") return simdnorm_peers::parse_family_op(s, op);
+    const std::vector<FamilyOp> all = family_ops();
+    ops->back() = all.back();  // AddList's slot for this element
+    ops->insert(ops->end() - 1, all.begin(), all.end() - 1);
+    return true;
+  };
+  std::string help = "instead of the row kinds' forward pass: all, or\n", line;
+  for (const FamilyOp& op : family_ops()) {
+    if (!line.empty() && line.size() + op.name.size() > 50) {
+      help += line + ",\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : ", ") + op.name;
+  }
+  help += line + "\n(default: none)";
+  return AddList(app, "--op", ops, parse, "all or " + family_op_list(), help)
+      ->type_name("OP[,OP]");
 }
 
 }  // namespace simdnorm_tools

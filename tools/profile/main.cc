@@ -83,6 +83,22 @@ int Run(int argc, char** argv) {
                meta.machine.emulated);
   }
 
+  if (!o.ops.empty()) {  // --op: its own table (and JSON)
+    const std::vector<FamilyResult> results = MeasureFamilies(
+        o, [](const std::string& w) { fmt::print(stderr, "{}\n", w); });
+    meta.wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    WriteHeader(stdout, meta);
+    fmt::print("\n");
+    WriteFamilies(stdout, results);
+    fmt::print("\nwall time: {:.1f} s\n", meta.wall_s);
+    std::fflush(stdout);
+    return Write(o.json, [&](std::FILE* f) { WriteFamiliesJson(f, results); })
+               ? 0
+               : 1;
+  }
+
   // Each configuration at every offset, side by side.
   std::vector<Config> configs;
   auto add = [&](Config c) {

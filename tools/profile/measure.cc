@@ -17,13 +17,6 @@ using Clock = std::chrono::steady_clock;
 using simdnorm_peers::dtype_size;
 using simdnorm_tools::load_float;
 
-struct Runner {
-  ImplResult result;
-  std::function<void(size_t)> run;  // `calls` calls back to back
-  size_t calls_per_batch = 1;
-  std::vector<double> samples;  // ns per call, one per batch
-};
-
 double TimeNs(const std::function<void(size_t)>& run, size_t calls) {
   const auto t0 = Clock::now();
   run(calls);
@@ -34,8 +27,8 @@ double TimeNs(const std::function<void(size_t)>& run, size_t calls) {
 // would take the second core from the next implementation's batch: TBB's
 // for ~0.2 ms, libgomp's (oneDNN's OpenMP) for ~3-5 ms here (GOMP_SPINCOUNT,
 // unless OMP_WAIT_POLICY=passive). Sleep that off between batches.
-void Settle(const Config& c, ImplType t) {
-  if (c.threads == 1) return;
+void Settle(size_t threads, ImplType t) {
+  if (threads == 1) return;
   std::this_thread::sleep_for(
       std::chrono::milliseconds(t == ImplType::kOneDnn ? 10 : 1));
 }
@@ -194,6 +187,40 @@ void Tolerances(const simdnorm_desc& d, double* tol, double* scale_tol) {
 
 }  // namespace
 
+void TimeRunners(std::vector<Runner>* runners, const Options& s, size_t threads,
+                 const std::function<void(const std::string&)>& progress) {
+  // Calibrate, then interleave the batches so drift hits all alike.
+  const double batch_ns = s.batch_ms * 1e6;
+  for (Runner& r : *runners) {
+    if (!r.result.error.empty()) continue;
+    progress(r.result.name + " calibrating");
+    r.calls_per_batch = Calibrate(r.run, batch_ns);
+    Settle(threads, r.result.type);
+  }
+  const size_t n = runners->size();
+  for (size_t rep = 0; rep < s.reps; ++rep) {
+    progress("batch " + std::to_string(rep + 1) + "/" + std::to_string(s.reps));
+    for (size_t k = 0; k < n; ++k) {
+      Runner& r = (*runners)[(rep + k) % n];  // rotate the order every round
+      if (!r.result.error.empty()) continue;
+      const double t = TimeNs(r.run, r.calls_per_batch);
+      r.samples.push_back(t / static_cast<double>(r.calls_per_batch));
+      Settle(threads, r.result.type);
+    }
+  }
+  simdnorm_set_isa("auto");
+
+  for (Runner& r : *runners) {
+    std::vector<double>& v = r.samples;
+    if (!v.empty()) {
+      std::sort(v.begin(), v.end());
+      const size_t m = v.size();
+      r.result.median_ns = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+      r.result.min_ns = v.front();
+    }
+  }
+}
+
 ConfigResult MeasureConfig(
     const Config& c, const Options& s,
     const std::function<void(const std::string&)>& progress) {
@@ -336,39 +363,9 @@ ConfigResult MeasureConfig(
   }
   runners = std::move(kept);
 
-  Settle(c, ImplType::kOneDnn);
-
-  // Calibrate, then interleave the batches so drift hits all alike.
-  const double batch_ns = s.batch_ms * 1e6;
-  for (Runner& r : runners) {
-    if (!r.result.error.empty()) continue;
-    progress(r.result.name + " calibrating");
-    r.calls_per_batch = Calibrate(r.run, batch_ns);
-    Settle(c, r.result.type);
-  }
-  const size_t n = runners.size();
-  for (size_t rep = 0; rep < s.reps; ++rep) {
-    progress("batch " + std::to_string(rep + 1) + "/" + std::to_string(s.reps));
-    for (size_t k = 0; k < n; ++k) {
-      Runner& r = runners[(rep + k) % n];  // rotate the order every round
-      if (!r.result.error.empty()) continue;
-      const double t = TimeNs(r.run, r.calls_per_batch);
-      r.samples.push_back(t / static_cast<double>(r.calls_per_batch));
-      Settle(c, r.result.type);
-    }
-  }
-  simdnorm_set_isa("auto");
-
-  for (Runner& r : runners) {
-    std::vector<double>& v = r.samples;
-    if (!v.empty()) {
-      std::sort(v.begin(), v.end());
-      const size_t m = v.size();
-      r.result.median_ns = m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-      r.result.min_ns = v.front();
-    }
-    out.impls.push_back(std::move(r.result));
-  }
+  Settle(c.threads, ImplType::kOneDnn);
+  TimeRunners(&runners, s, c.threads, progress);
+  for (Runner& r : runners) out.impls.push_back(std::move(r.result));
   return out;
 }
 

@@ -86,6 +86,7 @@ int ParseOptions(int argc, char** argv, Options* o) {
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
   simdnorm_tools::AddKinds(app.get(), &o->kinds, true, "(default all)");
+  simdnorm_tools::AddOps(app.get(), &o->ops);
   AddList(app.get(), "--dtype,--dtypes", &o->dtypes, ParseDtypes,
           "f32, bf16, f16 or X:Y[:P] of them",
           "f32, bf16, f16, or X:Y[:P] for mixed x, y and\n"

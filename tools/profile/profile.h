@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/vocabulary.h"
+#include "family_problem.h"
 
 namespace simdnorm_profile {
 
@@ -32,6 +33,8 @@ struct Options {
   std::vector<size_t> rows = {1, 64, 4096};
   std::vector<std::string> isas;  // empty = every ISA of this machine
   std::vector<simdnorm_kind> kinds = simdnorm_tools::AllKinds();
+  // --op: these instead of the row kinds (family_measure.cc).
+  std::vector<simdnorm_peers::FamilyOp> ops;
   std::vector<Dtypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
                                 {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
   std::vector<Variant> variants = {Variant{}};  // plain
@@ -113,6 +116,32 @@ struct ConfigResult {
 ConfigResult MeasureConfig(
     const Config& c, const Options& o,
     const std::function<void(const std::string&)>& progress);
+
+// One implementation to time: `calls` calls back to back.
+struct Runner {
+  ImplResult result;
+  std::function<void(size_t)> run;
+  size_t calls_per_batch = 1;
+  std::vector<double> samples;  // ns per call, one per batch
+};
+// Calibrates each runner without an error to batches of o.batch_ms, then
+// times o.reps rounds of interleaved batches; sets median_ns and min_ns.
+void TimeRunners(std::vector<Runner>* runners, const Options& o, size_t threads,
+                 const std::function<void(const std::string&)>& progress);
+
+// --op: one op on one shape, dtype and thread count; impls are the ISAs,
+// then memcpy of the same bytes.
+struct FamilyResult {
+  std::string op, shape;
+  Dtypes dtypes;
+  size_t threads = 1;
+  size_t bytes = 0;  // x (and dy) read, y (or dx) written
+  std::vector<ImplResult> impls;
+};
+std::vector<FamilyResult> MeasureFamilies(
+    const Options& o, const std::function<void(const std::string&)>& progress);
+void WriteFamilies(std::FILE* f, const std::vector<FamilyResult>& results);
+void WriteFamiliesJson(std::FILE* f, const std::vector<FamilyResult>& results);
 
 struct Machine {
   std::string cpu;   // "AMD EPYC" (model name in /proc/cpuinfo)
