@@ -983,47 +983,38 @@ TEST(BackwardRegistry, EveryKindHasOne) {
 TEST(BackwardCpp, WrappersAreTheCCall) {
   Grad p = MakeGrad(SIMDNORM_RMSNORM, 3, 40, Family::kTypical, SIMDNORM_F32,
                     SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_F32, true);
-  simdnorm_backward_desc d = p.Desc();
-  ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK);
+  const simdnorm::Rows<const float> x(static_cast<const float*>(p.x.Data()), 3,
+                                      40);
+  const auto* gamma = static_cast<const float*>(p.gamma.Data());
   std::vector<float> dx(3 * 40), dgamma(40), dbeta(40);
   simdnorm::Options opt;
   opt.eps = p.eps;
-  ASSERT_EQ(simdnorm::rms_norm_backward(
-                simdnorm::Rows<const float>(
-                    static_cast<const float*>(p.x.Data()), 3, 40),
-                simdnorm::Rows<const simdnorm::bf16>(
-                    static_cast<const simdnorm::bf16*>(p.dy.Data()), 3, 40),
-                simdnorm::Rows<float>(dx.data(), 3, 40),
-                static_cast<const float*>(p.gamma.Data()), dgamma.data(),
-                dbeta.data(), opt),
-            simdnorm::Status::kOk);
-  EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.Data(), dx.size() * 4));
-  EXPECT_EQ(dgamma, p.dgamma);
-  EXPECT_EQ(dbeta, p.dbeta);
+  // The wrapper against the C call of p's descriptor.
+  const auto expect_same = [&](const char* what) {
+    simdnorm_backward_desc d = p.Desc();
+    ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK) << what;
+    ASSERT_EQ(simdnorm::rms_norm_backward(
+                  x,
+                  simdnorm::Rows<const simdnorm::bf16>(
+                      static_cast<const simdnorm::bf16*>(p.dy.Data()), 3, 40),
+                  simdnorm::Rows<float>(dx.data(), 3, 40), gamma, dgamma.data(),
+                  dbeta.data(), opt),
+              simdnorm::Status::kOk)
+        << what;
+    EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.Data(), dx.size() * 4)) << what;
+    EXPECT_EQ(dgamma, p.dgamma) << what;
+    EXPECT_EQ(dbeta, p.dbeta) << what;
+  };
+  expect_same("recomputed statistics");
   // Options::stats: written by the forward, read by the backward.
   std::vector<float> y(3 * 40), rstd(3, -1.0f);
   opt.stats.rstd = rstd.data();
-  ASSERT_EQ(simdnorm::rms_norm(
-                simdnorm::Rows<const float>(
-                    static_cast<const float*>(p.x.Data()), 3, 40),
-                simdnorm::Rows<float>(y.data(), 3, 40),
-                static_cast<const float*>(p.gamma.Data()), nullptr, opt),
+  ASSERT_EQ(simdnorm::rms_norm(x, simdnorm::Rows<float>(y.data(), 3, 40), gamma,
+                               nullptr, opt),
             simdnorm::Status::kOk);
   EXPECT_GT(rstd[2], 0.0f);
   p.rstd = rstd;
-  d = p.Desc();
-  ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK);
-  ASSERT_EQ(simdnorm::rms_norm_backward(
-                simdnorm::Rows<const float>(
-                    static_cast<const float*>(p.x.Data()), 3, 40),
-                simdnorm::Rows<const simdnorm::bf16>(
-                    static_cast<const simdnorm::bf16*>(p.dy.Data()), 3, 40),
-                simdnorm::Rows<float>(dx.data(), 3, 40),
-                static_cast<const float*>(p.gamma.Data()), dgamma.data(),
-                dbeta.data(), opt),
-            simdnorm::Status::kOk);
-  EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.Data(), dx.size() * 4));
-  EXPECT_EQ(dgamma, p.dgamma);
+  expect_same("saved statistics");
   EXPECT_EQ(
       simdnorm::rms_norm_backward(simdnorm::Rows<const float>(dx.data(), 3, 40),
                                   simdnorm::Rows<const float>(dx.data(), 2, 40),
