@@ -30,6 +30,10 @@ struct BackwardArgs {
   float scale_const;
   size_t cols;
   float eps;
+  // The forward's saved statistics, rows floats indexed by row, or null
+  // (LayerNorm: both or neither; RMSNorm: rstd; mean null otherwise).
+  const float* mean;
+  const float* rstd;
 };
 
 // dx of rows [row_begin, row_end); with dgamma (dbeta) not null, also the

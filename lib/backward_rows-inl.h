@@ -2,7 +2,8 @@
 // Highway, for every kind: the kind enters only through the row's
 // statistics (the forward's, norm_rows-inl.h) and two per-row scalars.
 //
-// Each row, in three passes over it:
+// Each row, in three passes over it (two when the forward's saved
+// statistics come with the call: SavedGradRow):
 // 1. the forward's statistics of x (Scale: shifted by x[0], fp32 blocks
 //    added in double, rows rescaled by a power of two against overflow and
 //    underflow of the sums of squares), giving xhat = (x * s - m) * mul +
@@ -69,13 +70,15 @@ HWY_INLINE hn::Vec<DF> ScaleAt(DF df, const float* scale, float scale_const,
   return LoadAt<kAt>(df, scale + i, count);
 }
 
-// Pass 2's step: S1 += g, S2 += g * xhat (lanes past a tail are zero).
-template <At kAt, class DF, typename TX, typename TDY>
+// Pass 2's step: S1 += g, S2 += g * xhat and, with kSum3, S3 += xhat
+// (lanes past a tail are zero).
+template <bool kSum3, At kAt, class DF, typename TX, typename TDY>
 HWY_INLINE void GradSumsAt(DF df, const TX* HWY_RESTRICT x,
                            const TDY* HWY_RESTRICT dy, const float* scale,
                            float scale_const, size_t i, size_t count,
                            hn::Vec<DF> s, hn::Vec<DF> m, hn::Vec<DF> mul,
-                           hn::Vec<DF> add, hn::Vec<DF>& s1, hn::Vec<DF>& s2) {
+                           hn::Vec<DF> add, hn::Vec<DF>& s1, hn::Vec<DF>& s2,
+                           hn::Vec<DF>& s3) {
   auto xhat = XhatOf(LoadAt<kAt>(df, x + i, count), s, m, mul, add);
   const auto g = hn::Mul(LoadAt<kAt>(df, dy + i, count),
                          ScaleAt<kAt>(df, scale, scale_const, i, count));
@@ -84,44 +87,58 @@ HWY_INLINE void GradSumsAt(DF df, const TX* HWY_RESTRICT x,
   }
   s1 = hn::Add(s1, g);
   s2 = hn::MulAdd(g, xhat, s2);
+  if constexpr (kSum3) s3 = hn::Add(s3, xhat);
 }
 
-// S1 = sum(g) and S2 = sum(g * xhat) over a row: two fp32 chains each over
-// blocks of 32 vectors, each block's sum added in double.
-template <class DF, typename TX, typename TDY>
+// S1 = sum(g), S2 = sum(g * xhat) and, with kSum3, S3 = sum(xhat) over a
+// row: two fp32 chains each over blocks of 32 vectors, each block's sum
+// added in double.
+template <bool kSum3, class DF, typename TX, typename TDY>
 HWY_NOINLINE void GradSums(DF df, const TX* HWY_RESTRICT x,
                            const TDY* HWY_RESTRICT dy, const float* scale,
                            float scale_const, size_t n, const RowScale& k,
-                           double& sum1, double& sum2) {
+                           double& sum1, double& sum2, double& sum3) {
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
-  sum1 = 0.0;
-  sum2 = 0.0;
+  sum1 = sum2 = sum3 = 0.0;
   size_t i = 0;
   while (i < n) {
     auto a1 = hn::Zero(df), b1 = hn::Zero(df);
     auto a2 = hn::Zero(df), b2 = hn::Zero(df);
+    auto a3 = hn::Zero(df), b3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
     for (; i + 2 * N <= block_end; i += 2 * N) {
-      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m, mul, add,
-                            a1, a2);
-      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i + N, 0, s, m, mul,
-                            add, b1, b2);
+      GradSumsAt<kSum3, At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m,
+                                   mul, add, a1, a2, a3);
+      GradSumsAt<kSum3, At::kFull>(df, x, dy, scale, scale_const, i + N, 0, s,
+                                   m, mul, add, b1, b2, b3);
     }
     if (i + N <= block_end) {
-      GradSumsAt<At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m, mul, add,
-                            a1, a2);
+      GradSumsAt<kSum3, At::kFull>(df, x, dy, scale, scale_const, i, 0, s, m,
+                                   mul, add, a1, a2, a3);
       i += N;
     }
     if (i < block_end) {
-      GradSumsAt<At::kTail>(df, x, dy, scale, scale_const, i, block_end - i, s,
-                            m, mul, add, b1, b2);
+      GradSumsAt<kSum3, At::kTail>(df, x, dy, scale, scale_const, i,
+                                   block_end - i, s, m, mul, add, b1, b2, b3);
       i = block_end;
     }
     sum1 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a1, b1)));
     sum2 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, b2)));
+    if constexpr (kSum3)
+      sum3 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a3, b3)));
   }
+}
+
+// S1 and S2 only (the channel kinds' backward passes call this).
+template <class DF, typename TX, typename TDY>
+HWY_INLINE void GradSums(DF df, const TX* HWY_RESTRICT x,
+                         const TDY* HWY_RESTRICT dy, const float* scale,
+                         float scale_const, size_t n, const RowScale& k,
+                         double& sum1, double& sum2) {
+  double unused;
+  GradSums<false>(df, x, dy, scale, scale_const, n, k, sum1, sum2, unused);
 }
 
 // r as rf * p2: p2 = 1 for r in [2^-100, 2^100], else the power of two
@@ -140,14 +157,67 @@ inline void SplitMultiplier(double r, float& rf, float& p2) {
   p2 = 1.0f;
 }
 
-// Passes 1 and 2 of a row (see top).
+// The row's constants from S1, S2 and r (see top), with weight w of S2.
+inline void FinishGradRow(bool centered, double n, double sum1, double sum2,
+                          double r, double w, GradRow& row) {
+  row.a = static_cast<float>(centered ? sum1 / n : 0.0);
+  row.c = static_cast<float>(w * sum2);
+  SplitMultiplier(r, row.rf, row.p2);
+  row.nan = NaNRow(row.k) || !std::isfinite(r) || !std::isfinite(sum1) ||
+            !std::isfinite(sum2) || !std::isfinite(row.a) ||
+            !std::isfinite(row.c);
+}
+
+// Passes 1 and 2 from the forward's saved statistics (BackwardArgs::mean,
+// rstd), in one pass: S1 = sum(g), sum(d) and sum(g * d), d = x - mean in
+// fp32 (uncentered kinds: d = x). The saved mean is rounded to fp32, up to
+// 2^-24 |mean| off: against a small deviation (a row 1e4 + 0.01 N(0,1))
+// that is 5 % of xhat. So what it missed, c = sum(d) / n, is removed as
+// the forward removes it: xhat = (d - c) * rstd, and S2 = sum(g * xhat) =
+// rstd * (sum(g * d) - c * S1). d is exact near the mean (Sterbenz), and
+// |c| is within the mean's rounding, so nothing cancels badly. LayerNorm
+// and RMSNorm weigh S2 by 1 / n (ops.cc); L2 takes no saved statistics
+// (validate.cc). False when the saved values are not usable (not finite,
+// rstd not > 0): the caller recomputes.
 template <class DF, typename TX, typename TDY>
-HWY_INLINE GradRow GradRowOf(DF df, const internal::BackwardArgs& a,
+HWY_INLINE bool SavedGradRow(DF df, const internal::BackwardArgs& a, size_t r,
+                             const TX* x, const TDY* dy, bool centered,
+                             GradRow& row) {
+  const float rstd = a.rstd[r];
+  const float mean = centered ? a.mean[r] : 0.0f;
+  if (!(rstd > 0.0f && rstd <= 0x1p100f && std::isfinite(mean))) return false;
+  const size_t n = a.cols;
+  const double nd = static_cast<double>(n);
+  double sum1, sum_gd, sum_d;
+  const RowScale d_of{1.0f, mean, 1.0f, 0.0f};  // XhatOf(x) = x - mean
+  if (centered) {
+    GradSums<true>(df, x, dy, a.scale, a.scale_const, n, d_of, sum1, sum_gd,
+                   sum_d);
+  } else {
+    GradSums<false>(df, x, dy, a.scale, a.scale_const, n, d_of, sum1, sum_gd,
+                    sum_d);
+  }
+  const double c = centered ? sum_d / nd : 0.0;
+  // + 0.0f as in the forward (CheckedScale): a zero add is +0; uncentered
+  // kinds' -0 keeps t * mul + -0 == t * mul.
+  const float add = centered ? static_cast<float>(-c * rstd) + 0.0f : -0.0f;
+  row.k = RowScale{1.0f, mean, rstd, add};
+  const double sum2 = rstd * (sum_gd - c * sum1);
+  FinishGradRow(centered, nd, sum1, sum2, rstd, 1.0 / nd, row);
+  return true;
+}
+
+// Passes 1 and 2 of row r (see top).
+template <class DF, typename TX, typename TDY>
+HWY_INLINE GradRow GradRowOf(DF df, const internal::BackwardArgs& a, size_t r,
                              const TX* x, const TDY* dy) {
   const size_t n = a.cols;
   const internal::Op& op = internal::kOps[a.kind];
   const bool centered = op.info.centered != 0;
   GradRow row;
+  if (a.rstd != nullptr && SavedGradRow(df, a, r, x, dy, centered, row)) {
+    return row;
+  }
   row.k = centered ? Scale<true>(df, x, static_cast<const TX*>(nullptr),
                                  static_cast<TX*>(nullptr), n, a.eps, a.kind)
                    : Scale<false>(df, x, static_cast<const TX*>(nullptr),
@@ -156,15 +226,9 @@ HWY_INLINE GradRow GradRowOf(DF df, const internal::BackwardArgs& a,
   double sum1, sum2;
   GradSums(df, x, dy, a.scale, a.scale_const, n, row.k, sum1, sum2);
   const double nd = static_cast<double>(n), eps = a.eps;
-  const double r = 1.0 / op.denominator(row.k.second, nd, eps);
-  const double mean_g = centered ? sum1 / nd : 0.0;
-  const double c = op.sum_weight(row.k.second, nd, eps) * sum2;
-  row.a = static_cast<float>(mean_g);
-  row.c = static_cast<float>(c);
-  SplitMultiplier(r, row.rf, row.p2);
-  row.nan = NaNRow(row.k) || !std::isfinite(r) || !std::isfinite(sum1) ||
-            !std::isfinite(sum2) || !std::isfinite(row.a) ||
-            !std::isfinite(row.c);
+  FinishGradRow(centered, nd, sum1, sum2,
+                1.0 / op.denominator(row.k.second, nd, eps),
+                op.sum_weight(row.k.second, nd, eps), row);
   return row;
 }
 
@@ -243,7 +307,7 @@ HWY_NOINLINE void BackwardRows(const internal::BackwardArgs& a,
     const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
     const TDY* dy = static_cast<const TDY*>(a.dy) + r * a.dy_stride;
     TDX* dx = static_cast<TDX*>(a.dx) + r * a.dx_stride;
-    const GradRow row = GradRowOf(df, a, x, dy);
+    const GradRow row = GradRowOf(df, a, r, x, dy);
     if (HWY_LIKELY(!row.nan)) {
       GradApply<true>(df, a, x, dy, dx, row, dgamma, dbeta);
       continue;

@@ -51,6 +51,10 @@ struct RowArgs {
   // Write y with non-temporal stores where its rows are vector-aligned: the
   // call moves more data than the caches keep (normalize.cc decides).
   bool stream_y;
+  // Saved statistics (simdnorm_desc's mean_out, rstd_out): null or rows
+  // floats, indexed by row.
+  float* mean_out;
+  float* rstd_out;
 };
 
 // Normalizes rows [row_begin, row_end). Each row's result depends only on

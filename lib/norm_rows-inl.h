@@ -209,6 +209,7 @@ struct RowScale {
   // sum((x - center)^2) of the unscaled row, in double: the kind's
   // denominator (ops.h) is a function of it; the backward pass uses it.
   double second = 0.0;
+  double mean = 0.0;  // the row's mean in double (LayerNorm; else 0)
 };
 
 template <bool kLayerNorm, bool kScaled, class V>
@@ -768,8 +769,12 @@ HWY_NOINLINE RowScale LayerNormScaleGeneral(DF df, const TX* x, size_t n,
   const double var_scaled = std::fmax(dev.sum_sq * inv_n - c * c, 0.0);
   const double var = var_scaled / (static_cast<double>(s) * s);
   const double mul = 1.0 / (std::sqrt(var + static_cast<double>(eps)) * s);
-  return RowScale{s, m0, MulToFloat(mul), static_cast<float>(-c * mul),
-                  var * static_cast<double>(n)};
+  return RowScale{s,
+                  m0,
+                  MulToFloat(mul),
+                  static_cast<float>(-c * mul),
+                  var * static_cast<double>(n),
+                  (static_cast<double>(m0) + c) / s};
 }
 
 // The row's first element (of h = x + r with kAdd).
@@ -797,9 +802,12 @@ HWY_INLINE RowScale LayerNormScale(DF df, const TX* x, const TX* r, TX* h,
     return LayerNormScaleGeneral(df, kAdd ? h : x, n, eps);
   }
   const double mul = 1.0 / std::sqrt(var + static_cast<double>(eps));
-  return RowScale{1.0f, k, static_cast<float>(mul),
+  return RowScale{1.0f,
+                  k,
+                  static_cast<float>(mul),
                   static_cast<float>(-mean_d * mul),
-                  var * static_cast<double>(n)};
+                  var * static_cast<double>(n),
+                  k + mean_d};
 }
 
 // Uncentered kinds (RMSNorm, L2): one pass of sum(x^2); the kind's
@@ -858,6 +866,25 @@ HWY_NOINLINE void FillNaN(DF df, TY* y, float* scales, size_t scale_count,
 inline bool NaNRow(const RowScale& k) {
   return std::isnan(k.m) || std::isnan(k.add) ||
          !(std::fabs(k.mul) < HUGE_VALF);
+}
+
+// Row r's saved statistics (simdnorm_desc's mean_out and rstd_out, when
+// wanted): its mean and 1 / the kind's denominator of second = sum((x -
+// center)^2), each rounded once to fp32; both NaN when the mean is not
+// finite (a NaN or inf in a LayerNorm row, whose second may then be 0).
+inline void SaveStats(const internal::RowArgs& a, size_t r, double mean,
+                      double second) {
+  const bool finite = std::isfinite(mean);
+  if (a.mean_out != nullptr) {
+    a.mean_out[r] = finite ? static_cast<float>(mean) : NAN;
+  }
+  if (a.rstd_out != nullptr) {
+    a.rstd_out[r] =
+        finite ? static_cast<float>(
+                     1.0 / internal::kOps[a.kind].denominator(
+                               second, static_cast<double>(a.cols), a.eps))
+               : NAN;
+  }
 }
 
 // The row's statistics; with a residual r, the first pass also makes h.
@@ -923,16 +950,22 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   const auto stats = [&](size_t r, size_t slot, const TX** h) {
     const TX* x = x_rows + r * a.x_stride;
     TX* sum = sum_rows ? sum_rows + r * a.sum_out_stride : nullptr;
+    RowScale k;
     if (res_rows != nullptr) {
       TX* made = sum ? sum : scratch[slot];
       *h = made;
-      return Scale<kLayerNorm>(df, x, res_rows + r * a.residual_stride, made, n,
-                               a.eps, a.kind);
+      k = Scale<kLayerNorm>(df, x, res_rows + r * a.residual_stride, made, n,
+                            a.eps, a.kind);
+    } else {
+      if (sum != nullptr && sum != x) std::memcpy(sum, x, n * sizeof(TX));
+      *h = x;
+      k = Scale<kLayerNorm>(df, x, static_cast<const TX*>(nullptr), sum, n,
+                            a.eps, a.kind);
     }
-    if (sum != nullptr && sum != x) std::memcpy(sum, x, n * sizeof(TX));
-    *h = x;
-    return Scale<kLayerNorm>(df, x, static_cast<const TX*>(nullptr), sum, n,
-                             a.eps, a.kind);
+    if (a.mean_out != nullptr || a.rstd_out != nullptr) {
+      SaveStats(a, r, k.mean, k.second);
+    }
+    return k;
   };
   size_t r = row_begin;
   for (; r + 2 <= row_end; r += 2) {
@@ -1833,12 +1866,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if constexpr (!kQuant && !kLayerNorm) {
       const internal::RowStats st = UncenteredStatsF32(df, h, n, a.eps, a.kind);
       if (CheckedScale(kLayerNorm, st, k, bound)) {
+        SaveStats(a, r, 0.0, st.v);
         LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
       }
     }
     const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
+    SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);
       continue;

@@ -105,6 +105,13 @@ void ReferenceRow(const simdnorm_desc& d, const internal::Problem& p,
   }
   const double denom = op.denominator(second, static_cast<double>(n),
                                       static_cast<double>(d.eps));
+  // Saved statistics (simdnorm_desc's mean_out, rstd_out), rounded once.
+  if (a.mean_out)
+    a.mean_out[row] = std::isfinite(mean) ? static_cast<float>(mean) : NAN;
+  if (a.rstd_out) {
+    a.rstd_out[row] =
+        std::isfinite(mean) ? static_cast<float>(1.0 / denom) : NAN;
+  }
   // With ROUND_NORMALIZED and 16-bit x: the exact xhat rounded once.
   const bool round16 = a.round_normalized && xt != SIMDNORM_F32;
   std::vector<float> h32;

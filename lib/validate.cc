@@ -102,6 +102,8 @@ void Fill(const simdnorm_desc& d, size_t x_stride, size_t y_stride,
   a.quant_group = group;
   a.scales_per_row = scales_per_row;
   a.stream_y = false;
+  a.mean_out = d.mean_out;
+  a.rstd_out = d.rstd_out;
   p->rows = d.rows;
   a.kind = d.kind;
   p->x_type = d.x_type;
@@ -125,17 +127,17 @@ bool ValidPlainCall(const simdnorm_desc& d, Problem* p) {
   const size_t y_stride = d.y_stride ? d.y_stride : cols;
   constexpr size_t kBig = size_t{1} << 31;
   // Bitwise & and |: one branch for all of them.
-  const bool plain = (kind < unsigned{kNumRowKinds}) &
-                     (x_type <= SIMDNORM_F16) & (y_type <= SIMDNORM_F16) &
-                     (param_type <= SIMDNORM_F16) & (d.residual == nullptr) &
-                     (d.sum_out == nullptr) & (d.y_scale == nullptr) &
-                     (d.quant_group == 0) & ((d.flags & ~kKnownFlags) == 0) &
-                     ((d.flags & kStoreFlags) != kStoreFlags) &
-                     (d.eps >= 0.0f) & (d.eps <= FLT_MAX) &
-                     (std::fabs(d.gamma_offset) <= FLT_MAX) & (rows != 0) &
-                     (cols != 0) & (d.x != nullptr) & (d.y != nullptr) &
-                     (x_stride >= cols) & (y_stride >= cols) &
-                     (((rows | x_stride | y_stride) & ~(kBig - 1)) == 0);
+  const bool plain =
+      (kind < unsigned{kNumRowKinds}) & (x_type <= SIMDNORM_F16) &
+      (y_type <= SIMDNORM_F16) & (param_type <= SIMDNORM_F16) &
+      (d.residual == nullptr) & (d.sum_out == nullptr) &
+      (d.y_scale == nullptr) & (d.quant_group == 0) & (d.mean_out == nullptr) &
+      (d.rstd_out == nullptr) & ((d.flags & ~kKnownFlags) == 0) &
+      ((d.flags & kStoreFlags) != kStoreFlags) & (d.eps >= 0.0f) &
+      (d.eps <= FLT_MAX) & (std::fabs(d.gamma_offset) <= FLT_MAX) &
+      (rows != 0) & (cols != 0) & (d.x != nullptr) & (d.y != nullptr) &
+      (x_stride >= cols) & (y_stride >= cols) &
+      (((rows | x_stride | y_stride) & ~(kBig - 1)) == 0);
   if (!plain) return false;
   // Element sizes of F32, BF16, F16: 4, 2, 2.
   const size_t x_elem = x_type == SIMDNORM_F32 ? 4 : 2;
@@ -190,7 +192,7 @@ __attribute__((noinline)) simdnorm_status ValidateAll(const simdnorm_desc* d,
   const size_t scales_per_row = (cols - 1) / group + 1;  // ceil, no overflow
   const size_t x_elem = ElementSize(d->x_type), y_elem = ElementSize(d->y_type);
   const size_t p_elem = ElementSize(d->param_type);
-  Span x, y, gamma{}, beta{}, res{}, sum{}, scale{};
+  Span x, y, gamma{}, beta{}, res{}, sum{}, scale{}, mean{}, rstd{};
   if (!RowsSpan(d->x, rows, cols, x_stride, x_elem, &x) ||
       !RowsSpan(d->y, rows, cols, y_stride, y_elem, &y) ||
       (d->gamma && !RowsSpan(d->gamma, 1, cols, cols, p_elem, &gamma)) ||
@@ -200,7 +202,9 @@ __attribute__((noinline)) simdnorm_status ValidateAll(const simdnorm_desc* d,
       (d->sum_out &&
        !RowsSpan(d->sum_out, rows, cols, s_stride, x_elem, &sum)) ||
       (i8 && !RowsSpan(d->y_scale, rows, scales_per_row, scales_per_row,
-                       sizeof(float), &scale))) {
+                       sizeof(float), &scale)) ||
+      (d->mean_out && !RowsSpan(d->mean_out, 1, rows, rows, 4, &mean)) ||
+      (d->rstd_out && !RowsSpan(d->rstd_out, 1, rows, rows, 4, &rstd))) {
     return SIMDNORM_INVALID_SHAPE;
   }
 
@@ -227,6 +231,16 @@ __attribute__((noinline)) simdnorm_status ValidateAll(const simdnorm_desc* d,
   }
   if (i8 && (Overlaps(scale, x) || hits_inputs(scale) ||
              (has_res && Overlaps(scale, res)))) {
+    return SIMDNORM_OVERLAP;
+  }
+  // The saved statistics against everything else, and each other.
+  const auto hits_any = [&](Span s) {
+    return Overlaps(s, x) || Overlaps(s, y) || hits_inputs(s) ||
+           (has_res && Overlaps(s, res)) || (has_sum && Overlaps(s, sum)) ||
+           (i8 && Overlaps(s, scale));
+  };
+  if ((d->mean_out && hits_any(mean)) || (d->rstd_out && hits_any(rstd)) ||
+      (d->mean_out && d->rstd_out && Overlaps(mean, rstd))) {
     return SIMDNORM_OVERLAP;
   }
 
@@ -262,7 +276,7 @@ simdnorm_status CheckGradTypes(bool known, int x_type, int dy_type, int dx_type,
 // The bytes of a backward call's operands; those absent (and x, dy, dx of
 // an empty call) are empty spans, which overlap nothing.
 struct GradSpans {
-  Span x, dy, dx, gamma, dgamma, dbeta;
+  Span x, dy, dx, gamma, dgamma, dbeta, mean, rstd;
 };
 
 // Overlaps of the outputs (dx, dgamma, dbeta) with any other buffer; the
@@ -276,6 +290,9 @@ simdnorm_status CheckGradOverlaps(const GradSpans& s, bool dx_is_dy) {
   for (const Span& out : {s.dgamma, s.dbeta}) {
     if (Overlaps(out, s.x) || Overlaps(out, s.dy) || Overlaps(out, s.gamma))
       return SIMDNORM_OVERLAP;
+  }
+  for (const Span& out : {s.dx, s.dgamma, s.dbeta}) {
+    if (Overlaps(out, s.mean) || Overlaps(out, s.rstd)) return SIMDNORM_OVERLAP;
   }
   return SIMDNORM_OK;
 }
@@ -298,6 +315,13 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
       !std::isfinite(d->gamma_offset) || d->flags != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
+  // Saved statistics: LayerNorm reads both, RMSNorm rstd only; L2 none.
+  const bool centered = OpOf(kind)->info.centered != 0;
+  if (kind == SIMDNORM_L2NORM && (d->mean || d->rstd))
+    return SIMDNORM_UNSUPPORTED;
+  if (centered && (d->mean == nullptr) != (d->rstd == nullptr))
+    return SIMDNORM_INVALID_ARGUMENT;
+  const float* saved_mean = centered ? d->mean : nullptr;
   const size_t rows = d->rows, cols = d->cols;
   if (rows > 0 && (d->x == nullptr || d->dy == nullptr || d->dx == nullptr))
     return SIMDNORM_INVALID_ARGUMENT;
@@ -324,7 +348,11 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
       (d->dgamma &&
        !RowsSpan(d->dgamma, 1, cols, cols, sizeof(float), &sp.dgamma)) ||
       (d->dbeta &&
-       !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &sp.dbeta))) {
+       !RowsSpan(d->dbeta, 1, cols, cols, sizeof(float), &sp.dbeta)) ||
+      (rows > 0 && saved_mean &&
+       !RowsSpan(saved_mean, 1, rows, rows, sizeof(float), &sp.mean)) ||
+      (rows > 0 && d->rstd &&
+       !RowsSpan(d->rstd, 1, rows, rows, sizeof(float), &sp.rstd))) {
     return SIMDNORM_INVALID_SHAPE;
   }
 
@@ -346,6 +374,8 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   a.scale_const = 1.0f + p->gamma_offset;
   a.cols = cols;
   a.eps = d->eps;
+  a.mean = saved_mean;
+  a.rstd = d->rstd;
   p->rows = rows;
   p->x_type = x_type;
   p->dy_type = dy_type;

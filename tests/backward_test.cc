@@ -105,6 +105,7 @@ struct Grad {
   bool in_place = false;  // dx is dy
   float gamma_offset = 0.0f, eps = 1e-5f;
   std::vector<float> dgamma, dbeta;
+  std::vector<float> mean, rstd;  // the forward's saved statistics, or none
   size_t max_threads = 0;
 
   simdnorm_backward_desc Desc() {
@@ -129,6 +130,8 @@ struct Grad {
     d.dgamma = dgamma.empty() ? nullptr : dgamma.data();
     d.dbeta = dbeta.empty() ? nullptr : dbeta.data();
     d.max_threads = max_threads;
+    d.mean = mean.empty() ? nullptr : mean.data();
+    d.rstd = rstd.empty() ? nullptr : rstd.data();
     return d;
   }
   const Operand& Out() const { return in_place ? dy : dx; }
@@ -168,9 +171,8 @@ Grad MakeGrad(simdnorm_kind kind, size_t rows, size_t cols, Family f,
   return p;
 }
 
-// The forward reference's xhat (float64), rows * cols.
-std::vector<double> Xhat(Grad& p) {
-  std::vector<float> y(p.rows * p.cols);
+// The forward of p's x (kind, eps) into y, dense, of y_type.
+simdnorm_desc ForwardDesc(Grad& p, void* y, simdnorm_dtype y_type) {
   simdnorm_desc d{};
   d.kind = p.kind;
   d.rows = p.rows;
@@ -178,8 +180,16 @@ std::vector<double> Xhat(Grad& p) {
   d.x = p.x.Data();
   d.x_type = p.x.t;
   d.x_stride = p.x.stride;
-  d.y = y.data();
+  d.y = y;
+  d.y_type = y_type;
   d.eps = p.eps;
+  return d;
+}
+
+// The forward reference's xhat (float64), rows * cols.
+std::vector<double> Xhat(Grad& p) {
+  std::vector<float> y(p.rows * p.cols);
+  const simdnorm_desc d = ForwardDesc(p, y.data(), SIMDNORM_F32);
   std::vector<double> out(p.rows * p.cols), xhat(p.rows * p.cols);
   EXPECT_EQ(simdnorm::reference_f64(d, out.data(), xhat.data()),
             simdnorm::Status::kOk);
@@ -770,6 +780,199 @@ TEST(BackwardStatus, BadDescriptorsWriteNothing) {
   EXPECT_EQ(p.dbeta, std::vector<float>(5, 0.0f));
 }
 
+// (g) The forward's saved statistics (simdnorm_desc's mean_out and
+// rstd_out) and the backward that reuses them.
+
+// The forward of p's x (kernels or reference) with its saved statistics
+// stored in p.mean and p.rstd; y of y_type (16-bit: the correctly rounded
+// path) is returned.
+std::vector<float> ForwardSaving(Grad& p, simdnorm_dtype y_type,
+                                 bool reference = false) {
+  std::vector<float> y(p.rows * p.cols);
+  p.mean.assign(p.rows, -1.0f);
+  p.rstd.assign(p.rows, -1.0f);
+  simdnorm_desc d = ForwardDesc(p, y.data(), y_type);
+  d.mean_out = p.mean.data();
+  d.rstd_out = p.rstd.data();
+  EXPECT_EQ(
+      reference ? simdnorm_normalize_reference(&d) : simdnorm_normalize(&d),
+      SIMDNORM_OK);
+  return y;
+}
+
+// The saved statistics against the float64 reference's (simdnorm.h: within
+// 2^-16 relative; the mean within 2^-23 |mean| + 2^-16 / rstd), and the
+// backward from them against the backward's reference (which recomputes):
+// the same bound as without them. Rows whose fp32 mean is far from exact
+// against their deviation (1e4 + N(0, 1) / 100) need the correction c.
+TEST_P(BackwardTest, SavedStatistics) {
+  double worst_mean = 0.0, worst_rstd = 0.0;
+  int v = 0;
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (Family f : {Family::kTypical, Family::kLargeMean, Family::kHuge,
+                     Family::kTiny, Family::kOutliers, Family::kLlm}) {
+      for (size_t cols : {17, 1001}) {
+        for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+          ++v;
+          Grad p = MakeGrad(kind, 4, cols, f, t, t, SIMDNORM_F32, SIMDNORM_F32,
+                            v % 2 == 0);
+          p.eps = v % 3 == 0 ? 0.0f : 1e-5f;
+          Grad want = p;
+          ForwardSaving(want, SIMDNORM_F32, /*reference=*/true);
+          // (bf16 rows of 1e4 + N(0, 1) / 100 are constant: with eps 0 the
+          // truth is 0 / 0.)
+          if (!std::isfinite(want.rstd[0])) continue;
+          ForwardSaving(p, v % 4 < 2 ? SIMDNORM_F32 : SIMDNORM_BF16);
+          const std::string what =
+              Name(p, (std::string(" saved, ") + FamilyName(f)).c_str());
+          for (size_t r = 0; r < p.rows; ++r) {
+            const double wm = want.mean[r], wr = want.rstd[r];
+            const double em = std::fabs(p.mean[r] - wm) /
+                              (0x1p-23 * std::fabs(wm) + 0x1p-16 / wr);
+            const double er = std::fabs(p.rstd[r] - wr) / (0x1p-16 * wr);
+            worst_mean = std::max(worst_mean, em);
+            worst_rstd = std::max(worst_rstd, er);
+            EXPECT_LE(em, 1.0) << what << " mean row " << r << ": " << p.mean[r]
+                               << " want " << wm;
+            EXPECT_LE(er, 1.0) << what << " rstd row " << r << ": " << p.rstd[r]
+                               << " want " << wr;
+          }
+          ExpectMatchesReference(p, what);
+        }
+      }
+    }
+  }
+  std::printf(
+      "%s: saved mean within %.3g and rstd within %.3g of their "
+      "bounds\n",
+      simdnorm_active_isa(), worst_mean, worst_rstd);
+  ReportWorst();
+}
+
+// Asking for the statistics changes no output bit (y, for every path:
+// pairs of rows, an odd last row, a residual, correctly rounded 16-bit y),
+// they do not depend on the threads, and a NaN row's are NaN, which the
+// backward then recomputes (NaN dx in that row only).
+TEST_P(BackwardTest, SavedStatisticsChangeNoOutput) {
+  for (simdnorm_kind kind : AllKinds()) {
+    for (simdnorm_dtype yt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+      for (int residual = 0; residual < 2; ++residual) {
+        Grad p = MakeGrad(kind, 67, 96, Family::kTypical, SIMDNORM_BF16,
+                          SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_F32, true);
+        p.x.Set(5, 7, NAN);
+        std::vector<uint16_t> y_plain(p.rows * p.cols), y_saved(y_plain);
+        std::vector<float> mean(p.rows), rstd(p.rows), mean1(p.rows),
+            rstd1(p.rows);
+        simdnorm_desc d{};
+        d.kind = kind;
+        d.rows = p.rows;
+        d.cols = p.cols;
+        d.x = p.x.Data();
+        d.x_type = p.x.t;
+        d.residual = residual ? p.dy.Data() : nullptr;
+        d.y_type = yt;
+        d.eps = 1e-5f;
+        std::vector<float> yf_plain(p.rows * p.cols), yf_saved(yf_plain);
+        d.y = yt == SIMDNORM_F32 ? static_cast<void*>(yf_plain.data())
+                                 : y_plain.data();
+        ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        d.y = yt == SIMDNORM_F32 ? static_cast<void*>(yf_saved.data())
+                                 : y_saved.data();
+        d.mean_out = mean.data();
+        d.rstd_out = rstd.data();
+        ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        const std::string what = std::string(simdnorm_active_isa()) + " " +
+                                 KindName(kind) + " y " + DTypeName(yt) +
+                                 (residual ? " residual" : "");
+        EXPECT_EQ(y_plain, y_saved) << what;
+        EXPECT_EQ(0, std::memcmp(yf_plain.data(), yf_saved.data(),
+                                 yf_plain.size() * 4))
+            << what;
+        d.max_threads = 1;
+        d.mean_out = mean1.data();
+        d.rstd_out = rstd1.data();
+        ASSERT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        EXPECT_EQ(0, std::memcmp(mean.data(), mean1.data(), p.rows * 4))
+            << what;
+        EXPECT_EQ(0, std::memcmp(rstd.data(), rstd1.data(), p.rows * 4))
+            << what;
+        EXPECT_TRUE(std::isnan(rstd[5])) << what;
+        EXPECT_EQ(std::isnan(mean[5]), Centered(kind)) << what;
+        for (size_t r = 0; r < p.rows; ++r) {
+          if (r == 5) continue;
+          EXPECT_TRUE(std::isfinite(mean[r]) && rstd[r] > 0) << what << r;
+        }
+        if (kind == SIMDNORM_L2NORM || residual) continue;
+        p.mean = mean;
+        p.rstd = rstd;
+        simdnorm_backward_desc b = p.Desc();
+        ASSERT_EQ(simdnorm_backward(&b), SIMDNORM_OK) << what;
+        for (size_t r = 0; r < p.rows; ++r) {
+          for (size_t j = 0; j < p.cols; j += 19) {
+            EXPECT_EQ(std::isnan(p.dx.Get(r, j)), r == 5) << what << r;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Saved statistics in bad descriptors: the status, nothing written.
+TEST(BackwardStatus, SavedStatisticsChecked) {
+  Grad p = MakeGrad(SIMDNORM_LAYERNORM, 4, 33, Family::kTypical, SIMDNORM_F32,
+                    SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32, true);
+  ForwardSaving(p, SIMDNORM_F32);
+  p.dx.storage.assign(p.dx.storage.size(), 7.0f);
+  const Grad before = p;
+  const auto expect = [&](simdnorm_backward_desc d, simdnorm_status want,
+                          const char* what) {
+    EXPECT_EQ(simdnorm_backward(&d), want) << what;
+    EXPECT_EQ(simdnorm_backward_reference(&d), want) << what;
+    EXPECT_EQ(p.dx.storage, before.dx.storage) << what;
+    EXPECT_EQ(p.dgamma, before.dgamma) << what;
+    EXPECT_EQ(p.mean, before.mean) << what;
+  };
+  simdnorm_backward_desc d = p.Desc();
+  d.rstd = nullptr;
+  expect(d, SIMDNORM_INVALID_ARGUMENT, "LayerNorm with the mean only");
+  d = p.Desc();
+  d.kind = SIMDNORM_L2NORM;
+  expect(d, SIMDNORM_UNSUPPORTED, "L2 with saved statistics");
+  d = p.Desc();
+  d.rstd = reinterpret_cast<const float*>(p.dx.At(1, 0));
+  expect(d, SIMDNORM_OVERLAP, "dx over rstd");
+  d = p.Desc();
+  d.dgamma = p.mean.data();
+  expect(d, SIMDNORM_OVERLAP, "dgamma over mean");
+  // RMSNorm reads rstd only: a mean (even overlapping dx) is not looked at.
+  d = p.Desc();
+  d.kind = SIMDNORM_RMSNORM;
+  d.mean = reinterpret_cast<const float*>(p.dx.Data());
+  EXPECT_EQ(simdnorm_backward(&d), SIMDNORM_OK);
+
+  // The forward's: each against y, x and the other.
+  std::vector<float> y(4 * 33, 5.0f), mean(4, 5.0f), rstd(4, 5.0f);
+  simdnorm_desc f{};
+  f.rows = 4;
+  f.cols = 33;
+  f.x = p.x.Data();
+  f.y = y.data();
+  f.eps = 1e-5f;
+  const auto expect_forward = [&](simdnorm_desc e, const char* what) {
+    EXPECT_EQ(simdnorm_normalize(&e), SIMDNORM_OVERLAP) << what;
+    EXPECT_EQ(simdnorm_normalize_reference(&e), SIMDNORM_OVERLAP) << what;
+    EXPECT_EQ(y, std::vector<float>(4 * 33, 5.0f)) << what;
+    EXPECT_EQ(mean, std::vector<float>(4, 5.0f)) << what;
+  };
+  f.mean_out = &y[40];
+  expect_forward(f, "mean_out over y");
+  f.mean_out = mean.data();
+  f.rstd_out = reinterpret_cast<float*>(p.x.At(0, 3));
+  expect_forward(f, "rstd_out over x");
+  f.rstd_out = &mean[2];
+  expect_forward(f, "rstd_out over mean_out");
+}
+
 // The registry says which kinds have a backward; the C++ wrappers are the
 // C call.
 TEST(BackwardRegistry, EveryKindHasOne) {
@@ -780,23 +983,38 @@ TEST(BackwardRegistry, EveryKindHasOne) {
 TEST(BackwardCpp, WrappersAreTheCCall) {
   Grad p = MakeGrad(SIMDNORM_RMSNORM, 3, 40, Family::kTypical, SIMDNORM_F32,
                     SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_F32, true);
-  simdnorm_backward_desc d = p.Desc();
-  ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK);
+  const simdnorm::Rows<const float> x(static_cast<const float*>(p.x.Data()), 3,
+                                      40);
+  const auto* gamma = static_cast<const float*>(p.gamma.Data());
   std::vector<float> dx(3 * 40), dgamma(40), dbeta(40);
   simdnorm::Options opt;
   opt.eps = p.eps;
-  ASSERT_EQ(simdnorm::rms_norm_backward(
-                simdnorm::Rows<const float>(
-                    static_cast<const float*>(p.x.Data()), 3, 40),
-                simdnorm::Rows<const simdnorm::bf16>(
-                    static_cast<const simdnorm::bf16*>(p.dy.Data()), 3, 40),
-                simdnorm::Rows<float>(dx.data(), 3, 40),
-                static_cast<const float*>(p.gamma.Data()), dgamma.data(),
-                dbeta.data(), opt),
+  // The wrapper against the C call of p's descriptor.
+  const auto expect_same = [&](const char* what) {
+    simdnorm_backward_desc d = p.Desc();
+    ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK) << what;
+    ASSERT_EQ(simdnorm::rms_norm_backward(
+                  x,
+                  simdnorm::Rows<const simdnorm::bf16>(
+                      static_cast<const simdnorm::bf16*>(p.dy.Data()), 3, 40),
+                  simdnorm::Rows<float>(dx.data(), 3, 40), gamma, dgamma.data(),
+                  dbeta.data(), opt),
+              simdnorm::Status::kOk)
+        << what;
+    EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.Data(), dx.size() * 4)) << what;
+    EXPECT_EQ(dgamma, p.dgamma) << what;
+    EXPECT_EQ(dbeta, p.dbeta) << what;
+  };
+  expect_same("recomputed statistics");
+  // Options::stats: written by the forward, read by the backward.
+  std::vector<float> y(3 * 40), rstd(3, -1.0f);
+  opt.stats.rstd = rstd.data();
+  ASSERT_EQ(simdnorm::rms_norm(x, simdnorm::Rows<float>(y.data(), 3, 40), gamma,
+                               nullptr, opt),
             simdnorm::Status::kOk);
-  EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.Data(), dx.size() * 4));
-  EXPECT_EQ(dgamma, p.dgamma);
-  EXPECT_EQ(dbeta, p.dbeta);
+  EXPECT_GT(rstd[2], 0.0f);
+  p.rstd = rstd;
+  expect_same("saved statistics");
   EXPECT_EQ(
       simdnorm::rms_norm_backward(simdnorm::Rows<const float>(dx.data(), 3, 40),
                                   simdnorm::Rows<const float>(dx.data(), 2, 40),

@@ -168,6 +168,18 @@ typedef struct simdnorm_desc {
    * nothing else. NULL and 0 for other y types. */
   float* y_scale;
   size_t quant_group;
+  /* Saved statistics for a later simdnorm_backward (training), as torch's
+   * native_layer_norm returns them: rows floats each, dense, NULL = not
+   * wanted, overwritten. mean_out[r]: the row's mean (LayerNorm; 0 for
+   * RMSNorm and L2, whose center is 0); rstd_out[r]: 1 / the kind's
+   * denominator (LayerNorm 1/sqrt(var + eps), RMSNorm 1/sqrt(mean(x^2) +
+   * eps), L2 1/max(||x||, eps)). Of h = x + residual with a residual. Each
+   * is the kernel's float64 statistic rounded once to fp32: within 2^-23
+   * relative (the mean also within 2^-30 standard deviations), not the same
+   * bits on every ISA; NaN for a row holding a NaN (LayerNorm: or an inf),
+   * rstd inf where the denominator is 0. They overlap nothing else. */
+  float* mean_out;
+  float* rstd_out;
 } simdnorm_desc;
 
 /* The smallest descriptor a caller may pass: the fields up to max_threads
@@ -261,6 +273,17 @@ typedef struct simdnorm_backward_desc {
   float* dbeta;
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
   unsigned flags;     /* 0 (none defined yet) */
+  /* The forward's saved statistics (simdnorm_desc's mean_out and
+   * rstd_out on the same x, eps and kind), rows floats each, NULL = none:
+   * then the kernels skip recomputing them (one pass over x fewer).
+   * LayerNorm reads both (both or neither: INVALID_ARGUMENT), RMSNorm reads
+   * rstd (mean is not read), L2 takes none (UNSUPPORTED: whether ||x|| >
+   * eps is not known from an fp32 rstd near 1/eps). xhat = (x - mean -
+   * c) * rstd with c = mean(x - mean) summed with the gradients, so an fp32
+   * mean far from 0 costs no accuracy: the bound of docs/accuracy.md
+   * holds. The reference ignores them (it recomputes in float64). */
+  const float* mean;
+  const float* rstd;
 } simdnorm_backward_desc;
 
 /* The smallest backward descriptor a caller may pass: that of 0.4. Later

@@ -179,6 +179,14 @@ struct Rows {
       : data(o.data), rows(o.rows), cols(o.cols), stride(o.stride) {}
 };
 
+// Saved statistics, rows floats each (simdnorm.h: simdnorm_desc's mean_out
+// and rstd_out, simdnorm_backward_desc's mean and rstd): the forward writes
+// them, a backward on the same x reads them. nullptr = not wanted / none.
+struct Stats {
+  float* mean = nullptr;
+  float* rstd = nullptr;
+};
+
 // Optional settings of one call.
 struct Options {
   float eps = 1e-5f;
@@ -186,6 +194,7 @@ struct Options {
   float gamma_offset = 0.0f;  // the scale is gamma_offset + gamma (Gemma: 1)
   bool round_normalized = false;  // SIMDNORM_ROUND_NORMALIZED (HF's order)
   bool fast_rounding = false;     // SIMDNORM_FAST_ROUNDING (16-bit y)
+  Stats stats = {};  // written by the forward, read by the backward
 };
 
 // Fills a C descriptor from typed views; rows and cols are taken from x
@@ -215,6 +224,8 @@ simdnorm_desc make_desc(Kind kind, Rows<const X> x, Rows<Y> y, const P* gamma,
   d.gamma_offset = opt.gamma_offset;
   d.flags = (opt.round_normalized ? unsigned{SIMDNORM_ROUND_NORMALIZED} : 0u) |
             (opt.fast_rounding ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u);
+  d.mean_out = opt.stats.mean;
+  d.rstd_out = opt.stats.rstd;
   return d;
 }
 
@@ -405,6 +416,8 @@ simdnorm_backward_desc make_backward_desc(Kind kind, Rows<const X> x,
   d.dgamma = dgamma;
   d.dbeta = dbeta;
   d.max_threads = opt.max_threads;
+  d.mean = opt.stats.mean;
+  d.rstd = opt.stats.rstd;
   return d;
 }
 
