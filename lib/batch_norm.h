@@ -39,6 +39,8 @@ struct BatchArgs {
   // written by the kernels for the driver's updates.
   double* mean;
   double* var;
+  // bf16 and f16 y correctly rounded (not SIMDNORM_FAST_ROUNDING).
+  bool correct_rounding = false;
 };
 
 // Units [begin, end): channels (NCHW training), planes of hw elements in

@@ -35,6 +35,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -130,10 +132,20 @@ HWY_INLINE void BatchNchwInference(DF df, const internal::BatchArgs& a,
   }
 }
 
+template <typename TX, typename TY, class DF>
+HWY_NOINLINE void BatchNchwChecked(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end);
+template <typename TX, typename TY, class DF>
+HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end);
+
 template <typename TX, typename TY>
 HWY_NOINLINE void BatchNchw(const internal::BatchArgs& a, size_t begin,
                             size_t end) {
   const hn::ScalableTag<float> df;
+  if constexpr (kRounds16<TY>) {
+    if (a.correct_rounding) return BatchNchwChecked<TX, TY>(df, a, begin, end);
+  }
   if (!a.training) return BatchNchwInference<TX, TY>(df, a, begin, end);
   const size_t row_stride = a.c * a.hw;
   for (size_t ch = begin; ch < end; ++ch) {
@@ -183,6 +195,9 @@ template <typename TX, typename TY>
 HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
                             size_t end) {
   const hn::ScalableTag<float> df;
+  if constexpr (kRounds16<TY>) {
+    if (a.correct_rounding) return BatchNhwcChecked<TX, TY>(df, a, begin, end);
+  }
   if (!a.training) return BatchNhwcInference<TX, TY>(df, a, begin, end);
   const size_t N = hn::Lanes(df), rows = a.n * a.hw;
   ChannelScratch t(internal::kBatchBlock, N);
@@ -212,6 +227,184 @@ HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
     }
     SetChannels(t, k, cb, 1);
     ApplyNhwc(df, x, y, cb, a.c, rows, t, g, b);
+  }
+}
+
+// ------------------------------------------ correctly rounded 16-bit y
+// (channel_checked-inl.h). Training: a channel is a LayerNorm row of n *
+// hw elements (NCHW: runs of hw, c * hw apart; NHWC: every c-th element).
+// Inference: GivenMoments' one-element row per channel, its element read
+// where the lane is.
+
+// An inference channel: its mode, constants, CrRow (x: the channel's
+// first element, `step` apart) and cache.
+struct InferenceChannel {
+  Unit mode;
+  CheckedConsts k;
+  internal::CrRow cr;
+  internal::CrCache cache;
+  bool infinite;  // GivenMoments' kInfinite: InferenceInDouble is exact
+};
+
+template <typename TX, typename TY>
+void SetInferenceChannel(const internal::BatchArgs& a, size_t ch, const TX* x,
+                         size_t step, InferenceChannel* ic) {
+  internal::RowStats st{};
+  const internal::Moments mo = internal::GivenMoments(
+      a.running_mean[ch], a.running_var[ch], a.eps, &st, &ic->cache);
+  ic->infinite = mo == internal::Moments::kInfinite;
+  ic->mode = mo == internal::Moments::kNaN        ? Unit::kNaN
+             : mo == internal::Moments::kInfinite ? Unit::kDecideAll
+                                                  : CheckedUnit(st, &ic->k);
+  ic->cr = GroupCrRow<TX, TY>(x, 1, a.eps, st);
+  ic->cr.step = step;
+}
+
+// Element j of an inference channel, decided.
+template <typename TX>
+uint16_t InferenceBits(const internal::BatchArgs& a, size_t ch,
+                       InferenceChannel& ic, size_t j) {
+  const float g = a.gamma[ch], b = a.beta[ch];
+  if (ic.infinite) {
+    return internal::RoundExactValue(
+        ic.cr.y_type, internal::InferenceInDouble(
+                          internal::RowElement(ic.cr, j), a.running_mean[ch],
+                          a.running_var[ch], a.eps, g, b));
+  }
+  return internal::CorrectlyRoundedBits(ic.cr, j, g, b, ic.cache);
+}
+
+template <typename TX, typename TY, class DF>
+HWY_NOINLINE void BatchNchwChecked(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end) {
+  std::unique_ptr<TX[]> copy;
+  if (!a.training) {
+    InferenceChannel ic;
+    for (size_t u = begin; u < end; ++u) {
+      const size_t ch = u % a.c;
+      TY* y = static_cast<TY*>(a.y) + u * a.hw;
+      const TX* x =
+          UnitX(static_cast<const TX*>(a.x) + u * a.hw, y, a.hw, copy);
+      SetInferenceChannel<TX, TY>(a, ch, x, 1, &ic);
+      ApplyPlaneUnit(df, ic.mode, x, y, a.hw, ic.k, a.gamma[ch], a.beta[ch],
+                     [&](size_t i) { return InferenceBits<TX>(a, ch, ic, i); });
+    }
+    return;
+  }
+  const size_t plane_stride = a.c * a.hw, count = a.n * a.hw;
+  for (size_t ch = begin; ch < end; ++ch) {
+    const TX* x = static_cast<const TX*>(a.x) + ch * a.hw;
+    TY* y = static_cast<TY*>(a.y) + ch * a.hw;
+    size_t x_stride = plane_stride;
+    if (static_cast<const void*>(x) == static_cast<const void*>(y)) {
+      // In place: the channel's planes gathered, hw apart.
+      if (!copy) copy.reset(new TX[count]);
+      for (size_t i = 0; i < a.n; ++i) {
+        std::memcpy(copy.get() + i * a.hw, x + i * plane_stride,
+                    a.hw * sizeof(TX));
+      }
+      x = copy.get();
+      x_stride = a.hw;
+    }
+    const internal::RowStats st = StatsOfSet(
+        count, a.eps, ToFloat(x[0]), [&](float k, double* s, double* q) {
+          *s = *q = 0.0;
+          for (size_t i = 0; i < a.n; ++i) {
+            double si, qi;
+            SumsF64(df, x + i * x_stride, a.hw, k, si, qi);
+            *s += si;
+            *q += qi;
+          }
+        });
+    a.mean[ch] = st.k + st.c;
+    a.var[ch] = st.v / static_cast<double>(count);
+    CheckedConsts k{};
+    const Unit mode = CheckedUnit(st, &k);
+    internal::CrRow cr = GroupCrRow<TX, TY>(x, count, a.eps, st);
+    cr.run = a.hw;
+    cr.run_stride = x_stride;
+    internal::CrCache cache;
+    const float g = a.gamma[ch], b = a.beta[ch];
+    for (size_t i = 0; i < a.n; ++i) {
+      const size_t at = i * a.hw;
+      ApplyPlaneUnit(df, mode, x + i * x_stride, y + i * plane_stride, a.hw, k,
+                     g, b, [&](size_t e) {
+                       return internal::CorrectlyRoundedBits(cr, at + e, g, b,
+                                                             cache);
+                     });
+    }
+  }
+}
+
+template <typename TX, typename TY, class DF>
+HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
+                                   size_t begin, size_t end) {
+  const size_t c = a.c, rows = a.n * a.hw;
+  std::unique_ptr<TX[]> copy;
+  if (!a.training) {
+    const size_t p0 = begin * internal::kBatchInferenceRows;
+    const size_t p1 = std::min(rows, end * internal::kBatchInferenceRows);
+    TY* y = static_cast<TY*>(a.y) + p0 * c;
+    const TX* x =
+        UnitX(static_cast<const TX*>(a.x) + p0 * c, y, (p1 - p0) * c, copy);
+    CheckedChannels t(c, hn::Lanes(df));
+    std::unique_ptr<InferenceChannel[]> ic(new InferenceChannel[c]);
+    for (size_t ch = 0; ch < c; ++ch) {
+      SetInferenceChannel<TX, TY>(a, ch, x + ch, c, &ic[ch]);
+      t.Set(ch, ic[ch].mode, ic[ch].k, a.gamma[ch], a.beta[ch]);
+    }
+    ApplyNhwcChecked(df, x, c, y, c, c, p1 - p0, t, [&](size_t p, size_t ch) {
+      return InferenceBits<TX>(a, ch, ic[ch], p);
+    });
+    return;
+  }
+  const size_t block = internal::kBatchBlock;
+  CheckedChannels t(block, hn::Lanes(df));
+  float shift[internal::kBatchBlock];
+  double sum[internal::kBatchBlock], sq[internal::kBatchBlock];
+  internal::CrRow cr[internal::kBatchBlock];
+  for (size_t u = begin; u < end; ++u) {
+    const size_t c0 = u * block, cb = std::min(block, c - c0);
+    const TX* x = static_cast<const TX*>(a.x) + c0;
+    TY* y = static_cast<TY*>(a.y) + c0;
+    size_t x_stride = c;
+    if (static_cast<const void*>(x) == static_cast<const void*>(y)) {
+      // In place: the block's columns gathered, cb apart.
+      if (!copy) copy.reset(new TX[rows * block]);
+      for (size_t p = 0; p < rows; ++p) {
+        std::memcpy(copy.get() + p * cb, x + p * c, cb * sizeof(TX));
+      }
+      x = copy.get();
+      x_stride = cb;
+    }
+    for (size_t j = 0; j < cb; ++j) shift[j] = ToFloat(x[j]);
+    std::fill(sum, sum + cb, 0.0);
+    std::fill(sq, sq + cb, 0.0);
+    ChannelSumsF64(df, x, x_stride, rows, 0, cb, shift, sum, sq);
+    for (size_t j = 0; j < cb; ++j) {
+      const internal::RowStats st =
+          StatsOfSet(rows, a.eps, shift[j], [&](float k, double* s, double* q) {
+            if (k != shift[j]) {  // shifted again: this channel once more
+              shift[j] = k;
+              sum[j] = sq[j] = 0.0;
+              ChannelSumsF64(df, x, x_stride, rows, j, j + 1, shift, sum, sq);
+            }
+            *s = sum[j];
+            *q = sq[j];
+          });
+      a.mean[c0 + j] = st.k + st.c;
+      a.var[c0 + j] = st.v / static_cast<double>(rows);
+      CheckedConsts k{};
+      t.Set(j, CheckedUnit(st, &k), k, a.gamma[c0 + j], a.beta[c0 + j]);
+      cr[j] = GroupCrRow<TX, TY>(x + j, rows, a.eps, st);
+      cr[j].step = x_stride;
+    }
+    internal::CrCache cache[internal::kBatchBlock];
+    ApplyNhwcChecked(df, x, x_stride, y, c, cb, rows, t,
+                     [&](size_t p, size_t j) {
+                       return internal::CorrectlyRoundedBits(cr[j], p, t.g[j],
+                                                             t.b[j], cache[j]);
+                     });
   }
 }
 

@@ -120,8 +120,7 @@ const char* simdnorm_status_string(simdnorm_status s) {
       return "SIMDNORM_UNSUPPORTED: int8 as an input type, an unknown ISA "
              "or one this CPU does not support, a descriptor field this "
              "version of the library does not know (non-zero bytes past its "
-             "simdnorm_desc), or a 16-bit GroupNorm or BatchNorm output "
-             "without SIMDNORM_FAST_ROUNDING";
+             "simdnorm_desc)";
   }
   return "simdnorm: unknown status";
 }

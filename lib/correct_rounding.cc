@@ -189,7 +189,7 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
     e->n = Dyadic::FromDouble(static_cast<double>(row.n));
     e->s = e->q = Dyadic();
     for (size_t i = 0; i < row.n; ++i) {
-      const Dyadic x = Dyadic::FromDouble(LoadAsFloat(row.x, row.x_storage, i));
+      const Dyadic x = Dyadic::FromDouble(RowElement(row, i));
       e->s = e->s + x;
       e->q = e->q + x * x;
     }
@@ -231,7 +231,7 @@ struct XhatF64 {
 
 XhatF64 XhatInDouble(const CrRow& row, size_t j) {
   const RowStats& st = row.st;
-  XhatF64 v{LoadAsFloat(row.x, row.x_storage, j), 0.0, -1.0};
+  XhatF64 v{RowElement(row, j), 0.0, -1.0};
   if (st.er < 0.0) return v;
   double e = v.x, ee = 0.0;
   if (Centered(row)) {
@@ -331,8 +331,7 @@ ExactY ExactYOf(const CrRow& row, size_t j, float g, float b, CrCache& cache) {
   if (row.round_normalized && row.x_type != SIMDNORM_F32) {
     return {Dyadic(), Dyadic::FromDouble(RoundedXhat(row, j, cache)) * dg + db};
   }
-  const ExactXhat f =
-      XhatOf(row, Exact(row, cache), LoadAsFloat(row.x, row.x_storage, j));
+  const ExactXhat f = XhatOf(row, Exact(row, cache), RowElement(row, j));
   return {f.p0 * dg, db};
 }
 
@@ -652,6 +651,36 @@ RowStats RowStatsScalar(int kind, const void* x, simdnorm_dtype t, size_t n,
     k = static_cast<float>(st.k + st.c);
   }
   return st;
+}
+
+float RowElement(const CrRow& row, size_t j) {
+  return LoadAsFloat(row.x, row.x_storage,
+                     (j / row.run) * row.run_stride + (j % row.run) * row.step);
+}
+
+Moments GivenMoments(float mean, float var, float eps, RowStats* st,
+                     CrCache* cache) {
+  const double d = static_cast<double>(var) + static_cast<double>(eps);
+  if (std::isnan(mean) || !(d > 0.0)) return Moments::kNaN;
+  if (std::isinf(mean) || std::isinf(d)) return Moments::kInfinite;
+  // d, its square root and 1 / that: each rounded once (relative 2^-53),
+  // so r is within (1 + u)^3 / sqrt(1 - u) - 1 < 4u of 1 / sqrt(var +
+  // eps). A positive d is exact's sign: a sum of two doubles is 0 only
+  // when exactly 0.
+  *st = RowStats{mean, 0.0, d, 0.0, 0.0, 1.0 / std::sqrt(d), 4 * kU};
+  cache->exact.n = Dyadic::FromDouble(1.0);
+  cache->exact.s = Dyadic::FromDouble(mean);
+  cache->exact.q = Dyadic();  // unused: d is given
+  cache->exact.d = Dyadic::FromDouble(var) + Dyadic::FromDouble(eps);
+  cache->has_exact = true;
+  return Moments::kFinite;
+}
+
+double InferenceInDouble(float x, float mean, float var, float eps, float g,
+                         float b) {
+  const double denom =
+      std::sqrt(static_cast<double>(var) + static_cast<double>(eps));
+  return (static_cast<double>(x) - mean) / denom * g + b;
 }
 
 float LoadAsFloat(const void* x, simdnorm_dtype t, size_t j) {

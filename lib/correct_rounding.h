@@ -12,6 +12,7 @@
 #ifndef SIMDNORM_LIB_CORRECT_ROUNDING_H_
 #define SIMDNORM_LIB_CORRECT_ROUNDING_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -56,6 +57,10 @@ RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
 bool ShouldRecenter(int kind, const RowStats& st);
 
 // One row as the contract sees it (h = x + residual where there is one).
+// Its element j is x[(j / run) * run_stride + (j % run) * step]: a
+// contiguous row by default; a GroupNorm group in NHWC (runs of cg
+// channels, c apart) or a BatchNorm channel (runs of hw, or every c-th
+// element) otherwise.
 struct CrRow {
   int kind;       // simdnorm_kind
   const void* x;  // n elements of x_storage
@@ -66,7 +71,26 @@ struct CrRow {
   size_t n;
   float eps;
   RowStats st;
+  size_t run = SIZE_MAX, step = 1, run_stride = 0;
 };
+
+// Element j of a row as a float (exact).
+float RowElement(const CrRow& row, size_t j);
+
+// A LayerNorm row of x (GroupNorm's groups, BatchNorm's channels: the
+// contract's order, without Hugging Face's rounding) with 16-bit y.
+inline CrRow LayerNormRow(const void* x, simdnorm_dtype x_storage,
+                          simdnorm_dtype y_type, size_t n, float eps,
+                          const RowStats& st) {
+  return CrRow{
+      SIMDNORM_LAYERNORM, x, x_storage, x_storage, false, y_type, n, eps, st};
+}
+
+// Whether a row's results are NaN throughout: a NaN (LayerNorm: or inf)
+// element, or an infinite 1/sqrt.
+inline bool NaNStats(const RowStats& st) {
+  return !std::isfinite(st.v) || !std::isfinite(st.c) || !std::isfinite(st.r);
+}
 
 // S = sum x and Q = sum x^2 of a row, exactly, and d = (n D)^2 (xhat =
 // n (x - center) / sqrt(d), correct_rounding.cc's XhatOf).
@@ -79,6 +103,20 @@ struct CrCache {
   bool has_exact = false;
   ExactSums exact;
 };
+
+// BatchNorm inference, whose statistics are given: xhat = (x - mean) /
+// sqrt(var + eps) is a LayerNorm row of one element with the exact sums S
+// = mean and d = var + eps (XhatOf's p0 = x - S). kFinite: *st and *cache
+// are that row's (r and its bound in double, the exact sums made); the
+// row's x may be any elements (CrRow's accessor) and its n is 1. kNaN: var
+// + eps is not positive or is NaN, or mean is NaN: a NaN channel. kInfinite:
+// mean or var + eps is infinite; then every y is exactly
+// InferenceInDouble's (x - mean is inf, or xhat is +-0, or NaN).
+enum class Moments { kFinite, kNaN, kInfinite };
+Moments GivenMoments(float mean, float var, float eps, RowStats* st,
+                     CrCache* cache);
+double InferenceInDouble(float x, float mean, float var, float eps, float g,
+                         float b);
 
 // Bits of the correctly rounded y_j = xhat_j * g + b (g the fp32 scale,
 // with the offset added; b = beta or -0).

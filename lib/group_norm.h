@@ -25,6 +25,8 @@ struct GroupArgs {
   const float* gamma;
   const float* beta;
   float eps;
+  // bf16 and f16 y correctly rounded (not SIMDNORM_FAST_ROUNDING).
+  bool correct_rounding = false;
 };
 
 // Units [begin, end): (sample, group) pairs, unit = sample * groups +

@@ -32,10 +32,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 
 #include "hwy/highway.h"
+#include "lib/channel_checked-inl.h"
 #include "lib/convert-inl.h"
 #include "lib/group_norm.h"
 #include "lib/norm_rows-inl.h"
@@ -79,8 +81,18 @@ HWY_NOINLINE void ApplyChannels(DF df, const TX* x, TY* y, const float* gamma,
 }
 
 template <typename TX, typename TY>
+HWY_NOINLINE void GroupNchwChecked(const internal::GroupArgs& a, size_t begin,
+                                   size_t end);
+template <typename TX, typename TY>
+HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
+                                   size_t end);
+
+template <typename TX, typename TY>
 HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
                             size_t end) {
+  if constexpr (kRounds16<TY>) {
+    if (a.correct_rounding) return GroupNchwChecked<TX, TY>(a, begin, end);
+  }
   const hn::ScalableTag<float> df;
   const size_t m = a.cg * a.hw;
   for (size_t u = begin; u < end; ++u) {
@@ -283,13 +295,6 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
   }
 }
 
-// The default quiet NaN in every lane.
-template <class DF>
-HWY_INLINE hn::Vec<DF> QuietNaN(DF df) {
-  return hn::BitCast(
-      df, hn::Set(hn::RebindToUnsigned<DF>(), uint32_t{0x7FC00000u}));
-}
-
 // Channels-last results: `rows` rows of c channels, `stride` elements
 // apart, each channel with its own xhat = (x * s - k) * mul + add (t's
 // arrays) and weights g, b (cp floats each); channels whose t.nan is set
@@ -345,6 +350,9 @@ inline void SetChannels(ChannelScratch& t, const RowScale* k, size_t c,
 template <typename TX, typename TY>
 HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
                             size_t end) {
+  if constexpr (kRounds16<TY>) {
+    if (a.correct_rounding) return GroupNhwcChecked<TX, TY>(a, begin, end);
+  }
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df), c = a.c, per_sample = c * a.hw;
   ChannelScratch t(c, N);
@@ -360,6 +368,113 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
     NhwcStats(df, a, x, c, t, k.get());
     SetChannels(t, k.get(), c, a.cg);
     ApplyNhwc(df, x, y, c, c, a.hw, t, g, b);
+  }
+}
+
+// ------------------------------------------ correctly rounded 16-bit y
+// (channel_checked-inl.h): a group is a LayerNorm row of cg * hw elements,
+// contiguous in NCHW, runs of cg channels c apart in NHWC.
+
+// The unit's x, or (in place) a copy of its n elements in *copy.
+template <typename TX>
+const TX* UnitX(const TX* x, const void* y, size_t n,
+                std::unique_ptr<TX[]>& copy) {
+  if (static_cast<const void*>(x) != y) return x;
+  if (!copy) copy.reset(new TX[n]);
+  std::memcpy(copy.get(), x, n * sizeof(TX));
+  return copy.get();
+}
+
+template <typename TX, typename TY>
+inline internal::CrRow GroupCrRow(const TX* x, size_t n, float eps,
+                                  const internal::RowStats& st) {
+  return internal::LayerNormRow(x, kDType<TX>, kDType<TY>, n, eps, st);
+}
+
+template <typename TX, typename TY>
+HWY_NOINLINE void GroupNchwChecked(const internal::GroupArgs& a, size_t begin,
+                                   size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t m = a.cg * a.hw;
+  std::unique_ptr<TX[]> copy;
+  for (size_t u = begin; u < end; ++u) {
+    TY* y = static_cast<TY*>(a.y) + u * m;
+    const TX* x = UnitX(static_cast<const TX*>(a.x) + u * m, y, m, copy);
+    const internal::RowStats st =
+        StatsF64<true>(df, x, m, a.eps, SIMDNORM_LAYERNORM);
+    CheckedConsts k{};
+    const Unit mode = CheckedUnit(st, &k);
+    const internal::CrRow cr = GroupCrRow<TX, TY>(x, m, a.eps, st);
+    internal::CrCache cache;
+    const size_t c0 = u % a.groups * a.cg;
+    for (size_t ch = 0; ch < a.cg; ++ch) {
+      const float g = a.gamma[c0 + ch], b = a.beta[c0 + ch];
+      const size_t at = ch * a.hw;
+      ApplyPlaneUnit(df, mode, x + at, y + at, a.hw, k, g, b, [&](size_t i) {
+        return internal::CorrectlyRoundedBits(cr, at + i, g, b, cache);
+      });
+    }
+  }
+}
+
+// NHWC: every group's sums in one pass over the sample (ChannelSumsF64,
+// shifted as NhwcStats: by the mean of the group's channels at the first
+// position); a group shifted again (StatsOfSet) sums its channels again.
+template <typename TX, typename TY>
+HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
+                                   size_t end) {
+  const hn::ScalableTag<float> df;
+  const size_t c = a.c, cg = a.cg, groups = a.groups;
+  const size_t per_sample = c * a.hw, n = cg * a.hw;
+  CheckedChannels t(c, hn::Lanes(df));
+  std::unique_ptr<float[]> shift(new float[c]);
+  std::unique_ptr<double[]> sums(new double[2 * c]);
+  double* sum = sums.get();
+  double* sq = sum + c;
+  std::unique_ptr<internal::CrRow[]> cr(new internal::CrRow[groups]);
+  std::unique_ptr<internal::CrCache[]> cache;
+  std::unique_ptr<TX[]> copy;
+  for (size_t i = begin; i < end; ++i) {
+    TY* y = static_cast<TY*>(a.y) + i * per_sample;
+    const TX* x = UnitX(static_cast<const TX*>(a.x) + i * per_sample, y,
+                        per_sample, copy);
+    for (size_t g = 0; g < groups; ++g) {
+      double first = 0.0;
+      for (size_t j = g * cg; j < (g + 1) * cg; ++j) first += ToFloat(x[j]);
+      const float kg = static_cast<float>(first / static_cast<double>(cg));
+      std::fill(shift.get() + g * cg, shift.get() + (g + 1) * cg, kg);
+    }
+    std::fill(sum, sum + 2 * c, 0.0);
+    ChannelSumsF64(df, x, c, a.hw, 0, c, shift.get(), sum, sq);
+    for (size_t g = 0; g < groups; ++g) {
+      const size_t j0 = g * cg, j1 = j0 + cg;
+      const auto group_sums = [&](float k, double* s, double* q) {
+        if (k != shift[j0]) {  // shifted again: this group's channels
+          std::fill(shift.get() + j0, shift.get() + j1, k);
+          std::fill(sum + j0, sum + j1, 0.0);
+          std::fill(sq + j0, sq + j1, 0.0);
+          ChannelSumsF64(df, x, c, a.hw, j0, j1, shift.get(), sum, sq);
+        }
+        *s = *q = 0.0;
+        for (size_t j = j0; j < j1; ++j) {
+          *s += sum[j];
+          *q += sq[j];
+        }
+      };
+      const internal::RowStats st = StatsOfSet(n, a.eps, shift[j0], group_sums);
+      CheckedConsts k{};
+      const Unit mode = CheckedUnit(st, &k);
+      for (size_t j = j0; j < j1; ++j) t.Set(j, mode, k, a.gamma[j], a.beta[j]);
+      cr[g] = GroupCrRow<TX, TY>(x + j0, n, a.eps, st);
+      cr[g].run = cg;
+      cr[g].run_stride = c;
+    }
+    cache.reset(new internal::CrCache[groups]);
+    ApplyNhwcChecked(df, x, c, y, c, c, a.hw, t, [&](size_t p, size_t j) {
+      const size_t g = j / cg;
+      return internal::CorrectlyRoundedBits(cr[g], p * cg + j % cg, t.g[j],
+                                            t.b[j], cache[g]);
+    });
   }
 }
 

@@ -1184,16 +1184,12 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
   return true;
 }
 
-// The terms of one vector of a checked row: t, the bound et on |t - exact
-// xhat| (CheckedScale), and the weights.
-template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
-HWY_INLINE void TermsAt(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
-                        size_t i, size_t count, hn::Vec<DF> m, hn::Vec<DF> mul,
+// t = xhat of x in fp32 and the bound et on |t - exact xhat|
+// (CheckedScale's constants).
+template <bool kLayerNorm, class DF>
+HWY_INLINE void TermsOf(DF df, hn::Vec<DF> xv, hn::Vec<DF> m, hn::Vec<DF> mul,
                         hn::Vec<DF> add, hn::Vec<DF> alpha, hn::Vec<DF> beta,
-                        hn::Vec<DF>& t, hn::Vec<DF>& et, hn::Vec<DF>& g,
-                        hn::Vec<DF>& b) {
-  WeightsAt<kAt>(df, w, i, count, g, b);
-  const auto xv = LoadAt<kAt>(df, x + i, count);
+                        hn::Vec<DF>& t, hn::Vec<DF>& et) {
   hn::Vec<DF> d = xv;
   if constexpr (kLayerNorm) {
     d = hn::Sub(xv, m);
@@ -1210,6 +1206,31 @@ HWY_INLINE void TermsAt(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
   }
 }
 
+// The terms of one vector of a checked row: t, the bound et on |t - exact
+// xhat| (CheckedScale), and the weights.
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+HWY_INLINE void TermsAt(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
+                        size_t i, size_t count, hn::Vec<DF> m, hn::Vec<DF> mul,
+                        hn::Vec<DF> add, hn::Vec<DF> alpha, hn::Vec<DF> beta,
+                        hn::Vec<DF>& t, hn::Vec<DF>& et, hn::Vec<DF>& g,
+                        hn::Vec<DF>& b) {
+  WeightsAt<kAt>(df, w, i, count, g, b);
+  TermsOf<kLayerNorm>(df, LoadAt<kAt>(df, x + i, count), m, mul, add, alpha,
+                      beta, t, et);
+}
+
+// y = t * g + b and the bound on |y - exact y| from t's bound et (see
+// ResultBoundAt).
+template <class DF>
+HWY_INLINE hn::Vec<DF> ResultBound(DF df, hn::Vec<DF> t, hn::Vec<DF> et,
+                                   hn::Vec<DF> g, hn::Vec<DF> b,
+                                   hn::Vec<DF>& y) {
+  const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
+  y = GammaBeta(df, t, g, b);
+  const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
+  return hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y)));
+}
+
 // y = t * g + b and the bound on |y - exact y|: y's own rounding, and |g|
 // times t's bound, where |g| + 2^-24 keeps the bound nonzero where t is
 // inexact and g is 0 (the sign of a zero y) and at least 2^-150 (a
@@ -1222,13 +1243,10 @@ HWY_INLINE hn::Vec<DF> ResultBoundAt(DF df, const TX* HWY_RESTRICT x,
                                      hn::Vec<DF> mul, hn::Vec<DF> add,
                                      hn::Vec<DF> alpha, hn::Vec<DF> beta,
                                      hn::Vec<DF>& y) {
-  const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
   hn::Vec<DF> t, et, g, b;
   TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t, et,
                            g, b);
-  y = GammaBeta(df, t, g, b);
-  const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
-  return hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y)));
+  return ResultBound(df, t, et, g, b, y);
 }
 
 // One vector of a checked row: its results y, and the lanes that round as

@@ -108,7 +108,7 @@ const Op kOps[kNumRowKinds] = {
 };
 
 // Statistics as LayerNorm's, so its fp32 bound (docs/accuracy.md); 16-bit y
-// only with SIMDNORM_FAST_ROUNDING for now. Its backward pass is
+// correctly rounded unless SIMDNORM_FAST_ROUNDING. Its backward pass is
 // simdnorm_group_norm_backward.
 const simdnorm_op_info kGroupNormInfo = {
     SIMDNORM_GROUPNORM,

@@ -2,6 +2,7 @@
 // directly in double (mean, then the variance about it), each output
 // rounded once to y_type. It defines what is right.
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -11,6 +12,35 @@
 
 namespace simdnorm {
 namespace internal {
+
+namespace {
+
+// 16-bit y of one group (its elements v, channel by channel from c0, at
+// index), correctly rounded: the exact result rounded once
+// (lib/correct_rounding.h), NaN throughout where the kernels' rows are.
+void StoreCorrectlyRounded(const GroupProblem& p, const std::vector<double>& v,
+                           const std::vector<size_t>& index, size_t c0) {
+  const GroupArgs& a = p.args;
+  const auto yt = static_cast<simdnorm_dtype>(p.y_type);
+  const auto pt = static_cast<simdnorm_dtype>(p.param_type);
+  const std::vector<float> h(v.begin(), v.end());  // exact: floats
+  const size_t m = h.size();
+  const CrRow cr = LayerNormRow(
+      h.data(), SIMDNORM_F32, yt, m, a.eps,
+      RowStatsScalar(SIMDNORM_LAYERNORM, h.data(), SIMDNORM_F32, m, a.eps));
+  const bool nan = NaNStats(cr.st);
+  CrCache cache;
+  for (size_t e = 0; e < m; ++e) {
+    const size_t ch = c0 + e / a.hw;
+    const float g = p.gamma ? LoadAsFloat(p.gamma, pt, ch) : 1.0f;
+    const float b = p.beta ? LoadAsFloat(p.beta, pt, ch) : -0.0f;
+    const uint16_t bits = nan ? RoundExactValue(yt, NAN)
+                              : CorrectlyRoundedBits(cr, e, g, b, cache);
+    static_cast<uint16_t*>(a.y)[index[e]] = bits;
+  }
+}
+
+}  // namespace
 
 Status GroupNormReference(const simdnorm_group_desc& d) {
   GroupProblem p;
@@ -40,6 +70,10 @@ Status GroupNormReference(const simdnorm_group_desc& d) {
       // An inf or NaN in the group, or var + eps = 0: NaN throughout.
       const bool nan =
           !std::isfinite(mean) || !std::isfinite(second) || !(denom > 0.0);
+      if (yt != SIMDNORM_F32 && p.args.correct_rounding) {
+        StoreCorrectlyRounded(p, v, index, g * a.cg);
+        continue;
+      }
       for (size_t e = 0; e < m; ++e) {
         const size_t ch = g * a.cg + e / a.hw;
         const double gamma = p.gamma ? LoadAsFloat(p.gamma, pt, ch) : 1.0;

@@ -409,10 +409,6 @@ simdnorm_status CheckChannelFields(const Desc& d, bool more_ok) {
       (d.flags & ~unsigned{SIMDNORM_FAST_ROUNDING}) != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
-  // Correctly rounded 16-bit y is not implemented for these kinds yet.
-  if (y_type != SIMDNORM_F32 && (d.flags & SIMDNORM_FAST_ROUNDING) == 0) {
-    return SIMDNORM_UNSUPPORTED;
-  }
   return SIMDNORM_OK;
 }
 
@@ -491,6 +487,7 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   a.gamma = nullptr;
   a.beta = nullptr;
   a.eps = d->eps;
+  a.correct_rounding = (d->flags & SIMDNORM_FAST_ROUNDING) == 0;
   SetChannelOperands(*d, p);
   return SIMDNORM_OK;
 }
@@ -623,6 +620,7 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   a.eps = d->eps;
   a.training = training;
   a.mean = a.var = nullptr;
+  a.correct_rounding = (d->flags & SIMDNORM_FAST_ROUNDING) == 0;
   SetChannelOperands(*d, p);
   p->running_mean = d->running_mean;
   p->running_var = d->running_var;

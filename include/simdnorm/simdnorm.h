@@ -338,12 +338,12 @@ static inline simdnorm_status simdnorm_backward_reference(
  * position), fp32 partial sums of at most 32 terms per lane
  * added in double, power-of-two rescaling of groups whose sums of squares
  * would overflow or vanish; f32 y is within the registry's f32_bound
- * (scaled ulps, as for rows). 16-bit y are NOT yet correctly rounded as
- * the row kinds' are: the caller must pass SIMDNORM_FAST_ROUNDING, which
- * gives the fp32 result rounded once to nearest-even (within half an ulp
- * plus the fp32 bound, the bits possibly differing between ISAs); without
- * it a 16-bit y_type is SIMDNORM_UNSUPPORTED, so that no caller silently
- * gets a weaker contract than the default one.
+ * (scaled ulps, as for rows). 16-bit y (BF16, F16) are correctly rounded
+ * by default, as the row kinds' are: the exact result of the formula
+ * rounded once to nearest-even, the same bits on every ISA (and equal to
+ * simdnorm_group_norm_reference's). SIMDNORM_FAST_ROUNDING gives the fp32
+ * result rounded once instead (within half an ulp plus the fp32 bound, the
+ * bits possibly differing between ISAs), somewhat faster.
  *
  * Non-finite values: a group holding an inf or NaN, or whose var + eps is
  * 0, is the default quiet NaN throughout; other groups are not affected.
@@ -352,8 +352,7 @@ static inline simdnorm_status simdnorm_backward_reference(
  * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP.
  *
  * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
- * flags (INVALID_ARGUMENT), 16-bit y without SIMDNORM_FAST_ROUNDING
- * (UNSUPPORTED); then, when n > 0, NULL x or y (INVALID_ARGUMENT), shapes
+ * flags (INVALID_ARGUMENT); then, when n > 0, NULL x or y (INVALID_ARGUMENT), shapes
  * (c, hw or groups 0, c % groups != 0, sizes that overflow:
  * INVALID_SHAPE), overlaps. On any status other than SIMDNORM_OK nothing
  * has been written. n = 0 is valid and does nothing.
@@ -383,7 +382,7 @@ typedef struct simdnorm_group_desc {
   simdnorm_dtype param_type;
   float eps;          /* >= 0 and finite */
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
-  unsigned flags;     /* 0 or SIMDNORM_FAST_ROUNDING (required for 16-bit y) */
+  unsigned flags;     /* 0 or SIMDNORM_FAST_ROUNDING */
 } simdnorm_group_desc;
 
 /* The smallest group descriptor a caller may pass: that of 0.4. */
@@ -535,7 +534,10 @@ static inline simdnorm_status simdnorm_group_norm_backward_reference(
  * (exact when x is near it), then * 1 / sqrt(running_var + eps) and the
  * weights: no error proportional to |running_mean| (docs/accuracy.md).
  * f32 y is within the registry's f32_bound (scaled ulps); 16-bit y, as
- * GroupNorm's, needs SIMDNORM_FAST_ROUNDING (else SIMDNORM_UNSUPPORTED).
+ * GroupNorm's, are correctly rounded by default (inference: the exact
+ * value of the formula with the given fp32 running statistics, rounded
+ * once; training: with the batch's exact statistics), the same bits on
+ * every ISA; SIMDNORM_FAST_ROUNDING rounds the fp32 result instead.
  *
  * Non-finite values: training: a channel holding an inf or NaN, or whose
  * var + eps is 0, is the default quiet NaN throughout, its save_mean,
@@ -549,8 +551,7 @@ static inline simdnorm_status simdnorm_group_norm_backward_reference(
  * than inputs overlapping each other) is SIMDNORM_OVERLAP.
  *
  * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
- * momentum (finite), flags (INVALID_ARGUMENT), 16-bit y without
- * SIMDNORM_FAST_ROUNDING (UNSUPPORTED), only one of running_mean and
+ * momentum (finite), flags (INVALID_ARGUMENT), only one of running_mean and
  * running_var, or neither for inference (INVALID_ARGUMENT); then, when
  * n > 0, NULL x or y (INVALID_ARGUMENT), shapes (c or hw 0, sizes that
  * overflow, training with m = 1: INVALID_SHAPE, as torch's "Expected more
@@ -584,7 +585,7 @@ typedef struct simdnorm_batch_desc {
   float eps;           /* >= 0 and finite */
   int training;        /* 0: inference, else training */
   size_t max_threads;  /* 0 = arena default, 1 = calling thread only */
-  unsigned flags;      /* 0 or SIMDNORM_FAST_ROUNDING (required for 16-bit y) */
+  unsigned flags;      /* 0 or SIMDNORM_FAST_ROUNDING */
 } simdnorm_batch_desc;
 
 /* The smallest batch descriptor a caller may pass: that of 0.4. */

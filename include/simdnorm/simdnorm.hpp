@@ -466,9 +466,9 @@ Status l2_norm_backward(Rows<const X> x, Rows<const DY> dy, Rows<DX> dx,
 
 // GroupNorm and InstanceNorm over x of shape (n, c, *spatial), hw = the
 // spatial product, in `layout` (simdnorm.h, simdnorm_group_desc); y has
-// x's shape and layout and may be x. 16-bit y needs opt.fast_rounding
-// (else kUnsupported); gamma_offset and round_normalized do not apply
-// (kInvalidArgument when set).
+// x's shape and layout and may be x. 16-bit y are correctly rounded
+// (opt.fast_rounding: the fp32 result rounded); gamma_offset and
+// round_normalized do not apply (kInvalidArgument when set).
 enum class Layout : int { kNCHW = SIMDNORM_NCHW, kNHWC = SIMDNORM_NHWC };
 
 inline Status group_norm(const simdnorm_group_desc& d) {
@@ -528,8 +528,8 @@ Status instance_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
 // simdnorm_batch_desc). Inference (training == false) reads running_mean
 // and running_var (required); training normalizes by the batch's
 // statistics, updates the running statistics when given and writes
-// save_mean / save_invstd when given. y may be x. 16-bit y needs
-// opt.fast_rounding; gamma_offset and round_normalized do not apply.
+// save_mean / save_invstd when given. y may be x. 16-bit y as for
+// group_norm; gamma_offset and round_normalized do not apply.
 inline Status batch_norm(const simdnorm_batch_desc& d) {
   return static_cast<Status>(simdnorm_batch_norm_sized(&d, sizeof(d)));
 }

@@ -293,7 +293,7 @@ def _group_shape(who, x, num_groups, channels_last):
 
 
 def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, out=None,
-               channels_last=False, max_threads=0):
+               channels_last=False, fast_rounding=False, max_threads=0):
     """torch.nn.functional.group_norm over an (N, C, *spatial) array: each
     sample's C channels form num_groups groups of consecutive channels, and
     each (sample, group) is normalized over its channels and positions,
@@ -301,10 +301,11 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, out=None,
     num_groups = C). channels_last=True: x is (N, *spatial, C) (channels
     last in memory, NHWC), and so is the result. x and out are C-contiguous
     float32 or float16 arrays (a non-contiguous x is copied first; out may
-    be x: in place); weight, bias: C elements. float16 results are the
-    float32 result rounded once (SIMDNORM_FAST_ROUNDING: within half an
-    ulp plus the float32 bound), not correctly rounded as the row kinds'
-    are. Returns out (a new array of x's dtype when None)."""
+    be x: in place); weight, bias: C elements. float16 results are
+    correctly rounded, as the row kinds' are; fast_rounding=True rounds
+    the float32 result instead (SIMDNORM_FAST_ROUNDING: within half an ulp
+    plus the float32 bound). Returns out (a new array of x's dtype when
+    None)."""
     who = "simdnorm.group_norm"
     x, x_type, _ = _array(x, "x", who)
     n, c, hw = _group_shape(who, x, num_groups, channels_last)
@@ -318,7 +319,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5, *, out=None,
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     gamma, beta, param_type, keep = _params(who, c, weight, bias)
-    flags = _core.FAST_ROUNDING if y_type != _core.F32 else 0
+    flags = _core.FAST_ROUNDING if fast_rounding else 0
     if n and x.size:
         status = _core.group_norm(
             n, c, hw, int(num_groups),

@@ -457,10 +457,10 @@ class _GroupNorm(torch.autograd.Function):
     recomputed from x; dx, dweight and dbias in x's layout and dtype)."""
 
     @staticmethod
-    def forward(ctx, who, x, num_groups, weight, bias, eps):
+    def forward(ctx, who, x, num_groups, weight, bias, eps, fast_rounding):
         # Grad mode is off in here: _group_norm computes y directly.
         y, xl, layout = _group_norm(who, x, num_groups, weight, bias, eps,
-                                    read=True)
+                                    read=True, fast_rounding=fast_rounding)
         ctx.save_for_backward(xl, weight)
         ctx.who, ctx.num_groups, ctx.eps, ctx.layout = who, num_groups, \
             float(eps), layout
@@ -490,10 +490,11 @@ class _GroupNorm(torch.autograd.Function):
             0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
         del keep
         dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
-        return None, dx, None, dw, db, None
+        return None, dx, None, dw, db, None, None
 
 
-def _group_norm(who, x, num_groups, weight, bias, eps, read=False):
+def _group_norm(who, x, num_groups, weight, bias, eps, read=False,
+                fast_rounding=False):
     """GroupNorm of an (N, C, *spatial) tensor into a new one of its dtype
     and memory format: contiguous tensors are read as NCHW, channels-last
     ones as NHWC (no copy); any other layout through a contiguous copy.
@@ -501,7 +502,8 @@ def _group_norm(who, x, num_groups, weight, bias, eps, read=False):
     its layout)."""
     x_type = _tensor(x, "input", who)
     if _needs_grad(x, weight, bias):
-        return _GroupNorm.apply(who, x, num_groups, weight, bias, eps)
+        return _GroupNorm.apply(who, x, num_groups, weight, bias, eps,
+                                fast_rounding)
     if x.dim() < 2:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"input has shape {tuple(x.shape)}; expected (N, "
@@ -520,7 +522,7 @@ def _group_norm(who, x, num_groups, weight, bias, eps, read=False):
     x, layout, y = _layout(x)
     if n == 0:
         return (y, x, layout) if read else y
-    flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
+    flags = _rounding(fast_rounding)
     status = _core.group_norm(
         n, c, hw, num_groups, layout, x.data_ptr(), y.data_ptr(),
         x_type | x_type << 4 | param_type << 8, gamma, beta, float(eps),
@@ -531,18 +533,20 @@ def _group_norm(who, x, num_groups, weight, bias, eps, read=False):
     return (y, x, layout) if read else y
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, *,
+               fast_rounding=False):
     """torch.nn.functional.group_norm: each sample's C channels in
     num_groups groups of consecutive channels, each (sample, group)
     normalized over its channels and positions, then weight[c] and
     bias[c]. float32, bfloat16 and float16 input, weights of its dtype or
     float32; the output in the input's dtype and memory format
-    (contiguous or channels_last, read in place). 16-bit results: the
-    float32 result rounded once. Under autograd the backward pass is
+    (contiguous or channels_last, read in place). 16-bit results are
+    correctly rounded; fast_rounding=True rounds the float32 result
+    instead (SIMDNORM_FAST_ROUNDING). Under autograd the backward pass is
     simdnorm_group_norm_backward (dx in the input's dtype, dweight and
     dbias summed in float32)."""
     return _group_norm("simdnorm.torch.group_norm", input, num_groups,
-                       weight, bias, eps)
+                       weight, bias, eps, fast_rounding=fast_rounding)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None,
@@ -625,14 +629,14 @@ def _running(who, name, t, c):
 
 
 def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
-                momentum, eps):
+                momentum, eps, fast_rounding=False):
     """BatchNorm of an (N, C, *spatial) tensor into a new one of its dtype
     and memory format (layouts as _group_norm's); running statistics
     updated in place in training. Nothing is written on an error."""
     x_type = _tensor(x, "input", who)
     if _needs_grad(x, weight, bias):
         return _BatchNorm.apply(who, x, running_mean, running_var, weight,
-                                bias, training, momentum, eps)
+                                bias, training, momentum, eps, fast_rounding)
     if x.dim() < 2:
         raise _rows.error(_core.INVALID_SHAPE, who,
                           f"input has shape {tuple(x.shape)}; expected (N, "
@@ -661,7 +665,7 @@ def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
     x, layout, y = _layout(x)
     if n == 0:
         return y
-    flags = _core.FAST_ROUNDING if x_type != _core.F32 else 0
+    flags = _rounding(fast_rounding)
     status = _core.batch_norm(
         n, c, hw, layout, x.data_ptr(), y.data_ptr(),
         x_type | x_type << 4 | param_type << 8, gamma, beta, mean_ptr,
@@ -687,10 +691,10 @@ class _BatchNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, who, x, running_mean, running_var, weight, bias,
-                training, momentum, eps):
+                training, momentum, eps, fast_rounding):
         # Grad mode is off in here: _batch_norm computes y directly.
         y = _batch_norm(who, x, running_mean, running_var, weight, bias,
-                        training, momentum, eps)
+                        training, momentum, eps, fast_rounding)
         ctx.who, ctx.training, ctx.eps = who, bool(training), float(eps)
         stats = ()
         if not ctx.training:
@@ -736,11 +740,12 @@ class _BatchNorm(torch.autograd.Function):
             0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
         del keep
         dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
-        return None, dx, None, None, dw, db, None, None, None
+        return None, dx, None, None, dw, db, None, None, None, None
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None,
-               training=False, momentum=0.1, eps=1e-5):
+               training=False, momentum=0.1, eps=1e-5, *,
+               fast_rounding=False):
     """torch.nn.functional.batch_norm: each channel normalized over the
     batch and its positions, by the batch's statistics (training; the
     running ones, when given, updated in place: running = (1 - momentum)
@@ -749,12 +754,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     required). float32, bfloat16 and float16 input, weights of its dtype
     or float32, running statistics float32 (others through a float32
     copy); the output in the input's dtype and memory format (contiguous
-    or channels_last, read in place). 16-bit results: the float32 result
-    rounded once. momentum=None raises NotImplementedError. Under
+    or channels_last, read in place). 16-bit results are correctly
+    rounded; fast_rounding=True rounds the float32 result instead.
+    momentum=None raises NotImplementedError. Under
     autograd, the gradients of simdnorm_batch_norm_backward (see the
     module's documentation)."""
     return _batch_norm("simdnorm.torch.batch_norm", input, running_mean,
-                       running_var, weight, bias, training, momentum, eps)
+                       running_var, weight, bias, training, momentum, eps,
+                       fast_rounding)
 
 
 # Custom ops under torch.ops.simdnorm, with vLLM's schemas (csrc/cpu/
