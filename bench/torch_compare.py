@@ -181,7 +181,8 @@ def backward_cases(kind, x, w, b, eps):
         return _core.backward(code, x.shape[0], n, x.data_ptr(),
                               dy.data_ptr(), dx.data_ptr(), types,
                               w.data_ptr(), 0.0, eps, dw.data_ptr(),
-                              db.data_ptr() if kind == "layernorm" else 0, 1)
+                              db.data_ptr() if kind == "layernorm" else 0, 1,
+                              0, 0)
 
     def copy():
         return dst.copy_(src)

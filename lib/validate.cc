@@ -492,18 +492,31 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   return SIMDNORM_OK;
 }
 
+// The enums of a channel backward descriptor (group, batch), read as raw
+// integers and checked (a layout, then CheckGradTypes).
+struct ChannelGradEnums {
+  int layout, x_type, dy_type, dx_type, param_type;
+};
+
+template <class Desc>
+simdnorm_status ReadChannelGradEnums(const Desc& d, ChannelGradEnums* e) {
+  *e = {RawEnum(d.layout), RawEnum(d.x_type), RawEnum(d.dy_type),
+        RawEnum(d.dx_type), RawEnum(d.param_type)};
+  return CheckGradTypes(
+      e->layout == SIMDNORM_NCHW || e->layout == SIMDNORM_NHWC, e->x_type,
+      e->dy_type, e->dx_type, e->param_type);
+}
+
 // The group backward descriptor (group_backward.h): the group rules for
 // the shape, the row backward's for the outputs dx, dgamma and dbeta.
 simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
                                       GroupBackwardProblem* p) {
   if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
-  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
-  const int dx_type = RawEnum(d->dx_type);
-  const simdnorm_status types =
-      CheckGradTypes(layout == SIMDNORM_NCHW || layout == SIMDNORM_NHWC, x_type,
-                     dy_type, dx_type, param_type);
+  ChannelGradEnums e;
+  const simdnorm_status types = ReadChannelGradEnums(*d, &e);
   if (types != SIMDNORM_OK) return types;
+  const int layout = e.layout, param_type = e.param_type;
+  const int x_type = e.x_type, dy_type = e.dy_type, dx_type = e.dx_type;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
@@ -637,13 +650,11 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
 simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
                                       BatchBackwardProblem* p) {
   if (d == nullptr) return SIMDNORM_INVALID_ARGUMENT;
-  const int layout = RawEnum(d->layout), param_type = RawEnum(d->param_type);
-  const int x_type = RawEnum(d->x_type), dy_type = RawEnum(d->dy_type);
-  const int dx_type = RawEnum(d->dx_type);
-  const simdnorm_status types =
-      CheckGradTypes(layout == SIMDNORM_NCHW || layout == SIMDNORM_NHWC, x_type,
-                     dy_type, dx_type, param_type);
+  ChannelGradEnums e;
+  const simdnorm_status types = ReadChannelGradEnums(*d, &e);
   if (types != SIMDNORM_OK) return types;
+  const int layout = e.layout, param_type = e.param_type;
+  const int x_type = e.x_type, dy_type = e.dy_type, dx_type = e.dx_type;
   const bool training = d->training != 0;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
       (!training &&

@@ -116,20 +116,27 @@ class _Norm(torch.autograd.Function):
     @staticmethod
     def forward(ctx, who, kind, x, shape, weight, bias, eps, flags, y_dtype,
                 gamma_offset):
-        # Grad mode is off in here: _normalize computes y directly.
+        # Grad mode is off in here: _normalize computes y directly. A dense
+        # x also gets its rows' saved statistics (mean, rstd), which spare
+        # the backward its statistics pass (L2 takes none: simdnorm.h).
+        cols = math.prod(_shape(shape))
+        stats = ()
+        if kind != _core.L2NORM and x.is_contiguous() and cols:
+            rows = x.numel() // cols
+            stats = (torch.empty(rows), torch.empty(rows))
         y = _normalize(who, kind, x, shape, weight, bias, eps, flags,
-                       y_dtype, gamma_offset)
-        ctx.save_for_backward(x, weight)
+                       y_dtype, gamma_offset, stats)
+        ctx.save_for_backward(x, weight, *stats)
         ctx.who, ctx.kind = who, kind
         ctx.eps, ctx.gamma_offset = float(eps), float(gamma_offset)
-        ctx.cols = math.prod(_shape(shape))
+        ctx.cols = cols
         if bias is not None:
             ctx.bias_shape, ctx.bias_dtype = bias.shape, bias.dtype
         return y
 
     @staticmethod
     def backward(ctx, dy):
-        x, weight = ctx.saved_tensors
+        x, weight, *stats = ctx.saved_tensors
         cols = ctx.cols
         want_w = ctx.needs_input_grad[4]
         want_b = ctx.needs_input_grad[5]
@@ -149,7 +156,8 @@ class _Norm(torch.autograd.Function):
             ctx.kind, rows, cols, xc.data_ptr(), dyc.data_ptr(),
             dx.data_ptr(), types, gamma, ctx.gamma_offset, ctx.eps,
             0 if dgamma is None else dgamma.data_ptr(),
-            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads(),
+            *([t.data_ptr() for t in stats] if stats else (0, 0)))
         del keep
         dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
         return None, None, dx.view(x.shape), None, dw, db, None, None, None, \
@@ -264,12 +272,14 @@ def _run(who, kind, x, y, ndim, cols, gamma, beta, param_type, eps, flags,
 
 
 def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
-               y_dtype=None, gamma_offset=0.0):
+               y_dtype=None, gamma_offset=0.0, stats=()):
     """The functional forms: y = a new tensor of x's shape. The common call
     (contiguous x, one normalized dimension, dense weights of one dtype)
     goes through _common_call, which reads the tensors' attributes in C++:
-    in Python they were half the time of a one-row call."""
-    if y_dtype is None:
+    in Python they were half the time of a one-row call. stats: () or, for
+    a contiguous x, two float32 tensors of a value per row that get the
+    rows' mean and rstd (simdnorm_desc's mean_out, rstd_out)."""
+    if y_dtype is None and not stats:
         y = _common_call(kind, x, normalized_shape, weight, bias, eps,
                          gamma_offset, flags)
         if y is not None:
@@ -319,10 +329,12 @@ def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
         # The common case, without the general planner: one dense call.
         rows = x.numel() // cols
         if rows:
+            saving = (0, 0, 0, 0) + tuple(t.data_ptr() for t in stats)
             status = _core.normalize(
                 kind, rows, cols, x.data_ptr(), cols, y.data_ptr(), cols,
                 gamma, beta, x_type | y_type << 4 | param_type << 8, eps,
-                gamma_offset, flags, torch.get_num_threads())
+                gamma_offset, flags, torch.get_num_threads(),
+                *(saving if stats else ()))
             if status:
                 raise _rows.error(status, who)
     else:

@@ -82,14 +82,14 @@ std::vector<int> DTypes(unsigned mask) {
 // arguments one by one through pybind11 cost about 0.35 us here, a third of
 // that layer's budget per call. Negative integers raise OverflowError.
 PyObject* FastNormalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  constexpr Py_ssize_t kArgs = 14, kFusedArgs = 18;
-  if (nargs != kArgs && nargs != kFusedArgs) {
+  constexpr Py_ssize_t kArgs = 14, kFusedArgs = 18, kSavingArgs = 20;
+  if (nargs != kArgs && nargs != kFusedArgs && nargs != kSavingArgs) {
     PyErr_Format(PyExc_TypeError,
-                 "normalize takes %zd or %zd arguments (%zd given)", kArgs,
-                 kFusedArgs, nargs);
+                 "normalize takes %zd, %zd or %zd arguments (%zd given)",
+                 kArgs, kFusedArgs, kSavingArgs, nargs);
     return nullptr;
   }
-  size_t v[kFusedArgs] = {};
+  size_t v[kSavingArgs] = {};
   double eps = 0, gamma_offset = 0;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
     if (i == 10 || i == 11) {
@@ -99,11 +99,13 @@ PyObject* FastNormalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     }
     if (PyErr_Occurred()) return nullptr;
   }
-  const simdnorm_desc d =
+  simdnorm_desc d =
       Desc(static_cast<int>(v[0]), v[1], v[2], v[3], v[4], v[5], v[6], v[7],
            v[8], static_cast<unsigned>(v[9]), static_cast<float>(eps),
            static_cast<float>(gamma_offset), static_cast<unsigned>(v[12]),
            v[13], v[14], v[15], v[16], v[17]);
+  d.mean_out = Ptr<float>(v[18]);
+  d.rstd_out = Ptr<float>(v[19]);
   PyThreadState* unlocked = PyEval_SaveThread();  // the GIL released
   const simdnorm_status s = simdnorm_normalize(&d);
   PyEval_RestoreThread(unlocked);
@@ -327,9 +329,9 @@ PYBIND11_MODULE(_core, m) {
       METH_FASTCALL,
       "normalize(kind, rows, cols, x, x_stride, y, y_stride, gamma, beta, "
       "types, eps, gamma_offset, flags, max_threads[, residual, "
-      "residual_stride, sum_out, sum_out_stride]) -> status: "
-      "simdnorm_normalize on one descriptor (addresses as integers, 0 = "
-      "NULL; types = x | y << 4 | param << 8), the GIL released."};
+      "residual_stride, sum_out, sum_out_stride[, mean_out, rstd_out]]) -> "
+      "status: simdnorm_normalize on one descriptor (addresses as integers, "
+      "0 = NULL; types = x | y << 4 | param << 8), the GIL released."};
   AddFunction(m, &normalize_def);
   static PyMethodDef torch_def = {
       "torch_normalize",
@@ -399,7 +401,8 @@ PYBIND11_MODULE(_core, m) {
       "backward",
       [](int kind, size_t rows, size_t cols, uintptr_t x, uintptr_t dy,
          uintptr_t dx, unsigned types, uintptr_t gamma, float gamma_offset,
-         float eps, uintptr_t dgamma, uintptr_t dbeta, size_t max_threads) {
+         float eps, uintptr_t dgamma, uintptr_t dbeta, size_t max_threads,
+         uintptr_t mean, uintptr_t rstd) {
         simdnorm_backward_desc d{};
         d.kind = static_cast<simdnorm_kind>(kind);
         d.rows = rows;
@@ -417,11 +420,14 @@ PYBIND11_MODULE(_core, m) {
         d.dgamma = Ptr<float>(dgamma);
         d.dbeta = Ptr<float>(dbeta);
         d.max_threads = max_threads;
+        d.mean = Ptr<const float>(mean);
+        d.rstd = Ptr<const float>(rstd);
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_backward(&d));
       },
       "simdnorm_backward over dense rows (types: x | dy << 4 | dx << 8 | "
-      "param << 12); returns the status.");
+      "param << 12; mean, rstd: the forward's saved statistics or 0); "
+      "returns the status.");
 
   m.def(
       "group_norm",
