@@ -492,6 +492,8 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   return SIMDNORM_OK;
 }
 
+namespace {
+
 // The enums of a channel backward descriptor (group, batch), read as raw
 // integers and checked (a layout, then CheckGradTypes).
 struct ChannelGradEnums {
@@ -506,6 +508,8 @@ simdnorm_status ReadChannelGradEnums(const Desc& d, ChannelGradEnums* e) {
       e->layout == SIMDNORM_NCHW || e->layout == SIMDNORM_NHWC, e->x_type,
       e->dy_type, e->dx_type, e->param_type);
 }
+
+}  // namespace
 
 // The group backward descriptor (group_backward.h): the group rules for
 // the shape, the row backward's for the outputs dx, dgamma and dbeta.
