@@ -25,7 +25,7 @@
 // is stored as it is made; otherwise it goes through an fp32 buffer (32
 // vectors of a row in NCHW, 32 positions of a channel block in NHWC) and
 // is stored from there by a function of the dx type alone.
-// A unit (a channel in NCHW, a block of kBatchBlock channels in NHWC)
+// A unit (a channel in NCHW, a block of kBatchGradBlock channels in NHWC)
 // holds all elements of its channels, so the sums of a channel, and
 // everything from them, do not depend on how units are split over
 // threads. A channel whose statistics, r, S1 or S2 are not finite (training)
@@ -285,9 +285,9 @@ void BatchBackwardNchw(const internal::BatchBackwardArgs& a, size_t begin,
                                                           &StoreFromF32<TDX>);
 }
 
-// NHWC per-channel arrays of a block: kBatchBlock channels and room for a
+// NHWC per-channel arrays of a block: kBatchGradBlock channels and room for a
 // whole vector from any of them. Lanes past the block stay 0.
-inline constexpr size_t kGradLanes = internal::kBatchBlock + kMaxFloatLanes;
+inline constexpr size_t kGradLanes = internal::kBatchGradBlock + kMaxFloatLanes;
 
 struct GradChannels {
   float s[kGradLanes] = {}, m[kGradLanes] = {}, mul[kGradLanes] = {},
@@ -310,7 +310,7 @@ HWY_NOINLINE void StatsNhwc(DF df, const internal::BatchBackwardArgs& a,
   }
   const internal::GroupArgs ga{cb,      a.n * a.hw, cb,      1,    a.x,
                                nullptr, nullptr,    nullptr, a.eps};
-  double mean[internal::kBatchBlock];
+  double mean[internal::kBatchGradBlock];
   NhwcStats(df, ga, x, a.c, *scratch, k, mean);
 }
 
@@ -337,6 +337,10 @@ HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
       for (size_t p = p0; p < p1; ++p) {
         const TX* xp = x + p * stride + j;
         const TDY* dp = dy + p * stride + j;
+        if (p + 32 < rows) {  // a block ahead, as ChannelSums
+          hwy::Prefetch(xp + 32 * stride);
+          hwy::Prefetch(dp + 32 * stride);
+        }
         const auto xv = count == N ? LoadF(df, xp) : LoadTailF(df, xp, count);
         const auto dv = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
         sum1 = hn::Add(sum1, dv);
@@ -388,6 +392,10 @@ HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy,
       for (size_t p = p0; p < p1; ++p) {
         const TDY* dp = dy + p * stride + j;
         const TX* xp = x + p * stride + j;
+        if (p + 32 < rows) {  // a block ahead, as ChannelSums
+          if constexpr (kTraining || kSums) hwy::Prefetch(xp + 32 * stride);
+          hwy::Prefetch(dp + 32 * stride);
+        }
         auto v = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
         if constexpr (kTraining || kSums) {
           const auto xv = count == N ? LoadF(df, xp) : LoadTailF(df, xp, count);
@@ -434,7 +442,7 @@ template <typename TX, typename TDY, bool kDirect>
 HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
                                        size_t begin, size_t end,
                                        StoreFn store) {
-  constexpr size_t kBlock = internal::kBatchBlock;
+  constexpr size_t kBlock = internal::kBatchGradBlock;
   const hn::ScalableTag<float> df;
   const size_t rows = a.n * a.hw;
   const bool sums = a.training || a.dgamma != nullptr || a.dbeta != nullptr;
