@@ -32,11 +32,12 @@ Status BatchBackward(const simdnorm_batch_backward_desc& d) {
   }
   a.gamma = gamma.get();
   const bool nchw = p.layout == SIMDNORM_NCHW;
-  const size_t units = nchw ? a.c : (a.c + kBatchBlock - 1) / kBatchBlock;
+  const size_t units =
+      nchw ? a.c : (a.c + kBatchGradBlock - 1) / kBatchGradBlock;
   // Work per unit: training reads x three times (or five) and dy twice.
   ParallelUnits(
       ActiveIsa().batch_backward[p.layout][p.x_type][p.dy_type][p.dx_type], a,
-      units, a.n * a.hw * (nchw ? 1 : kBatchBlock) * 4, d.max_threads);
+      units, a.n * a.hw * (nchw ? 1 : kBatchGradBlock) * 4, d.max_threads);
   return Status::kOk;
 }
 

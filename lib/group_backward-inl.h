@@ -17,6 +17,8 @@
 // dy and dx go through fp32 chunks (converted at run time), so that the
 // kernels are instantiated per layout and x type only; dx is rounded once
 // from fp32. dx may be dy: a chunk of dy is read before its dx is written.
+// NCHW chunks hold as many whole channels as fit (one call for them all),
+// else part of one channel.
 //
 // A group whose statistics, r or sums are not finite gets dx = the default
 // quiet NaN and NaN partial dgamma for its channels (its dbeta terms are
@@ -156,6 +158,80 @@ inline void SetPartials(const internal::GroupBackwardArgs& a, size_t index,
   }
 }
 
+// NCHW pass 2 over a chunk: nch channels hw elements apart, len of each
+// (whole channels, or a part of one): per channel, the sums of dy and dy *
+// xhat as GradSums makes them (blocks of 32 vectors, two chains, each
+// block's sums added in double), added to s1[ch] and s2[ch]. All of a
+// chunk's channels in one call: GroupNorm's channels are often short (8x8:
+// 4 vectors), and a call per channel cost more than its arithmetic.
+template <class DF, typename TX>
+HWY_NOINLINE void ChunkGradSums(DF df, const TX* x, const float* dy, size_t nch,
+                                size_t len, size_t hw, const RowScale& k,
+                                double* s1, double* s2) {
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
+  const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
+  for (size_t ch = 0; ch < nch; ++ch) {
+    const TX* xc = x + ch * hw;
+    const float* dc = dy + ch * hw;
+    double r1 = 0.0, r2 = 0.0;
+    for (size_t i = 0; i < len;) {
+      auto a1 = hn::Zero(df), b1 = hn::Zero(df);
+      auto a2 = hn::Zero(df), b2 = hn::Zero(df);
+      const size_t end = len - i > 32 * N ? i + 32 * N : len;
+      for (; i + 2 * N <= end; i += 2 * N) {
+        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul, add,
+                              a1, a2);
+        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i + N, 0, s, m, mul,
+                              add, b1, b2);
+      }
+      if (i + N <= end) {
+        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul, add,
+                              a1, a2);
+        i += N;
+      }
+      if (i < end) {
+        GradSumsAt<At::kTail>(df, xc, dc, nullptr, 1.0f, i, end - i, s, m, mul,
+                              add, b1, b2);
+        i = end;
+      }
+      r1 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a1, b1)));
+      r2 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, b2)));
+    }
+    s1[ch] += r1;
+    s2[ch] += r2;
+  }
+}
+
+// NCHW pass 3 over a chunk (as ChunkGradSums): dx of each channel with
+// its gamma, GradApply's arithmetic. dx may be dy: each vector is loaded
+// before it is stored.
+template <class DF, typename TX>
+HWY_NOINLINE void ChunkGradApply(DF df, const TX* x, const float* dy, float* dx,
+                                 size_t nch, size_t len, size_t hw,
+                                 const float* gamma, const GradRow& row) {
+  const size_t N = hn::Lanes(df);
+  const auto s = hn::Set(df, row.k.s), m = hn::Set(df, row.k.m);
+  const auto mul = hn::Set(df, row.k.mul), add = hn::Set(df, row.k.add);
+  const auto va = hn::Set(df, row.a), vc = hn::Set(df, row.c);
+  const auto rf = hn::Set(df, row.rf), p2 = hn::Set(df, row.p2);
+  for (size_t ch = 0; ch < nch; ++ch) {
+    const TX* xc = x + ch * hw;
+    const float* dc = dy + ch * hw;
+    float* oc = dx + ch * hw;
+    size_t i = 0;
+    for (; i + N <= len; i += N) {
+      GradAt<At::kFull, true>(df, xc, dc, oc, nullptr, gamma[ch], nullptr,
+                              nullptr, i, 0, s, m, mul, add, va, vc, rf, p2);
+    }
+    if (i < len) {
+      GradAt<At::kTail, true>(df, xc, dc, oc, nullptr, gamma[ch], nullptr,
+                              nullptr, i, len - i, s, m, mul, add, va, vc, rf,
+                              p2);
+    }
+  }
+}
+
 template <typename TX>
 HWY_NOINLINE void GroupBackwardNchw(const internal::GroupBackwardArgs& a,
                                     size_t begin, size_t end) {
@@ -164,31 +240,35 @@ HWY_NOINLINE void GroupBackwardNchw(const internal::GroupBackwardArgs& a,
   const size_t cg = st.cg, hw = st.hw, m = cg * hw;
   HWY_ALIGN float dy_buf[kGradChunk];
   HWY_ALIGN float dx_buf[kGradChunk];
-  internal::BackwardArgs chunk{};
-  chunk.scale = nullptr;
+  // A chunk: whole channels when they fit (per of them), else kGradChunk
+  // elements of one.
+  const size_t per = hw < kGradChunk ? kGradChunk / hw : 1;
+  const size_t clen = std::min(hw, kGradChunk);
+  double cs1[kGradChunk], cs2[kGradChunk];  // a chunk's channels' sums
   for (size_t u = begin; u < end; ++u) {
     const TX* x = static_cast<const TX*>(st.x) + u * m;
     const size_t base = u * m;  // of the group's elements, in x, dy and dx
     const size_t c0 = u % st.groups * cg;
     const size_t part0 = u / st.groups * st.c + c0;  // its partials' index
+    const float* gamma = a.gamma + c0;
     const RowScale k =
         Scale<true>(df, x, static_cast<const TX*>(nullptr),
                     static_cast<TX*>(nullptr), m, st.eps, SIMDNORM_LAYERNORM);
     double sum1 = 0.0, sum2 = 0.0;
-    for (size_t ch = 0; ch < cg; ++ch) {
-      double sum_dy = 0.0, sum_dyx = 0.0;
-      for (size_t p = 0; p < hw; p += kGradChunk) {
-        const size_t len = std::min(kGradChunk, hw - p), at = ch * hw + p;
-        double s1, s2;
-        GradSums(df, x + at, DyChunk(a, base + at, len, dy_buf), nullptr, 1.0f,
-                 len, k, s1, s2);
-        sum_dy += s1;
-        sum_dyx += s2;
+    for (size_t ch = 0; ch < cg; ch += per) {
+      const size_t nch = std::min(per, cg - ch);
+      std::fill(cs1, cs1 + nch, 0.0);
+      std::fill(cs2, cs2 + nch, 0.0);
+      for (size_t p = 0; p < hw; p += clen) {
+        const size_t len = std::min(clen, hw - p), at = ch * hw + p;
+        const float* dy = DyChunk(a, base + at, (nch - 1) * hw + len, dy_buf);
+        ChunkGradSums(df, x + at, dy, nch, len, hw, k, cs1, cs2);
       }
-      const double gamma = a.gamma[c0 + ch];
-      sum1 += gamma * sum_dy;
-      sum2 += gamma * sum_dyx;
-      SetPartials(a, part0 + ch, sum_dy, sum_dyx, false);
+      for (size_t j = 0; j < nch; ++j) {  // in channel order
+        sum1 += static_cast<double>(gamma[ch + j]) * cs1[j];
+        sum2 += static_cast<double>(gamma[ch + j]) * cs2[j];
+        SetPartials(a, part0 + ch + j, cs1[j], cs2[j], false);
+      }
     }
     const GradRow row = GroupGradRow(k, sum1, sum2, m, st.eps);
     if (HWY_UNLIKELY(row.nan)) {
@@ -198,15 +278,15 @@ HWY_NOINLINE void GroupBackwardNchw(const internal::GroupBackwardArgs& a,
       DxNaN(a, base, m);
       continue;
     }
-    for (size_t ch = 0; ch < cg; ++ch) {
-      chunk.scale_const = a.gamma[c0 + ch];
-      for (size_t p = 0; p < hw; p += kGradChunk) {
-        const size_t len = std::min(kGradChunk, hw - p), at = ch * hw + p;
-        chunk.cols = len;
-        const float* dy = DyChunk(a, base + at, len, dy_buf);
+    for (size_t ch = 0; ch < cg; ch += per) {
+      const size_t nch = std::min(per, cg - ch);
+      for (size_t p = 0; p < hw; p += clen) {
+        const size_t len = std::min(clen, hw - p), at = ch * hw + p;
+        const size_t count = (nch - 1) * hw + len;
+        const float* dy = DyChunk(a, base + at, count, dy_buf);
         float* dx = DxChunk(a, base + at, dx_buf);
-        GradApply<true>(df, chunk, x + at, dy, dx, row, nullptr, nullptr);
-        DxStore(a, base + at, len, dx);
+        ChunkGradApply(df, x + at, dy, dx, nch, len, hw, gamma + ch, row);
+        DxStore(a, base + at, count, dx);
       }
     }
   }

@@ -606,27 +606,31 @@ TEST_P(BatchBackwardTest, InPlace) {
 // Bitwise the same dx, dgamma and dbeta for 1, 2, 3 and the default
 // number of threads, with the best ISA (as the row backward's test; the
 // split does not depend on the ISA): (4, 40, 320) is three blocks of
-// work in both layouts (parallel_rows.cc: 64 Ki per block).
+// work in both layouts (parallel_rows.cc: 64 Ki per block); (4, 136, 120)
+// is three NHWC units (64, 64 and 8 channels).
 TEST(BatchBackwardThreadsTest, ThreadCountDoesNotChangeBits) {
-  for (simdnorm_layout l : kLayouts) {
-    for (bool training : {true, false}) {
-      Problem p(Shape{4, 40, 320}, l,
-                Types{SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F32},
-                training);
-      Fill(p, 0.0, 1.0, 3);
-      simdnorm_batch_backward_desc d = p.Desc(1);
-      ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
-      const std::vector<uint8_t> one = p.dx.bytes;
-      const std::vector<float> dgamma = p.dgamma, dbeta = p.dbeta;
-      for (size_t threads : {2, 3, 0}) {
-        std::fill(p.dx.bytes.begin(), p.dx.bytes.end(), 0);
-        std::fill(p.dgamma.begin(), p.dgamma.end(), 0.0f);
-        std::fill(p.dbeta.begin(), p.dbeta.end(), 0.0f);
-        d = p.Desc(threads);
+  for (const Shape& s : {Shape{4, 40, 320}, Shape{4, 136, 120}}) {
+    for (simdnorm_layout l : kLayouts) {
+      for (bool training : {true, false}) {
+        Problem p(
+            s, l,
+            Types{SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F32},
+            training);
+        Fill(p, 0.0, 1.0, 3);
+        simdnorm_batch_backward_desc d = p.Desc(1);
         ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
-        EXPECT_EQ(p.dx.bytes, one) << Name(p) << threads << " threads";
-        EXPECT_EQ(p.dgamma, dgamma) << Name(p) << threads << " threads";
-        EXPECT_EQ(p.dbeta, dbeta) << Name(p) << threads << " threads";
+        const std::vector<uint8_t> one = p.dx.bytes;
+        const std::vector<float> dgamma = p.dgamma, dbeta = p.dbeta;
+        for (size_t threads : {2, 3, 0}) {
+          std::fill(p.dx.bytes.begin(), p.dx.bytes.end(), 0);
+          std::fill(p.dgamma.begin(), p.dgamma.end(), 0.0f);
+          std::fill(p.dbeta.begin(), p.dbeta.end(), 0.0f);
+          d = p.Desc(threads);
+          ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
+          EXPECT_EQ(p.dx.bytes, one) << Name(p) << threads << " threads";
+          EXPECT_EQ(p.dgamma, dgamma) << Name(p) << threads << " threads";
+          EXPECT_EQ(p.dbeta, dbeta) << Name(p) << threads << " threads";
+        }
       }
     }
   }

@@ -662,7 +662,7 @@ static inline simdnorm_status simdnorm_batch_norm_reference(
  *
  * Allocation: one heap allocation per call (the fp32 gamma), and in NHWC
  * training the forward's per-thread statistics scratch.
- * Threads: channels (NCHW) or blocks of 16 channels (NHWC) are split over
+ * Threads: channels (NCHW) or blocks of 64 channels (NHWC) are split over
  * at most max_threads threads; no result depends on the split. */
 /* All-zero = NCHW, F32, no gamma, inference (which then needs the running
  * statistics), eps 0, default threads. Later versions only append fields
