@@ -90,6 +90,17 @@ HWY_INLINE void GradSumsAt(DF df, const TX* HWY_RESTRICT x,
   if constexpr (kSum3) s3 = hn::Add(s3, xhat);
 }
 
+// S1 and S2 only (the channel kinds' sums loops call this).
+template <At kAt, class DF, typename TX, typename TDY>
+HWY_INLINE void GradSumsAt(DF df, const TX* HWY_RESTRICT x,
+                           const TDY* HWY_RESTRICT dy, const float* scale,
+                           float scale_const, size_t i, size_t count,
+                           hn::Vec<DF> s, hn::Vec<DF> m, hn::Vec<DF> mul,
+                           hn::Vec<DF> add, hn::Vec<DF>& s1, hn::Vec<DF>& s2) {
+  GradSumsAt<false, kAt>(df, x, dy, scale, scale_const, i, count, s, m, mul,
+                         add, s1, s2, s2);  // (no third sum: s2 untouched)
+}
+
 // S1 = sum(g), S2 = sum(g * xhat) and, with kSum3, S3 = sum(xhat) over a
 // row: two fp32 chains each over blocks of 32 vectors, each block's sum
 // added in double.
