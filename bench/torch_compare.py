@@ -19,7 +19,8 @@ time (time.thread_time: everything runs on that thread, and other processes
 on a shared machine then cost little), rows with more threads with wall
 time. Prints a Markdown table and writes a PNG bar chart of the
 ratios. Runs under torch.inference_mode(). Uses the simdnorm package found
-on sys.path, else the build tree's (build/*/python).
+on sys.path, else the newest build tree's (build/*/python or
+build/python).
 
 --backward instead times the backward passes (float32 and the given
 dtypes, one thread): torch.autograd.grad of F.layer_norm (ATen's
@@ -63,7 +64,10 @@ try:
     import simdnorm
 except ImportError:
     here = os.path.dirname(os.path.abspath(__file__))
+    # build/<preset>/python (the presets) or build/python (cmake -B build).
     trees = sorted(glob.glob(os.path.join(here, "..", "build", "*", "python",
+                                          "simdnorm", "_core*.so")) +
+                   glob.glob(os.path.join(here, "..", "build", "python",
                                           "simdnorm", "_core*.so")),
                    key=os.path.getmtime)
     if not trees:
