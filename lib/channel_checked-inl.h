@@ -52,9 +52,31 @@ enum class Unit { kChecked, kDecideAll, kNaN };
 
 // A unit's fp32 constants: t = (x - m) * mul + add within alpha |x - m| +
 // beta of the exact xhat (CheckedScale).
+// lean: the cheaper bound |y - exact y| <= r|y| + ag|g| + ab|b| + floor
+// (YBound) holds, and r, ag, ab are set.
 struct CheckedConsts {
   float m, mul, add, alpha, beta;
+  bool lean = false;
+  float r = NAN, ag = 0.0f, ab = 0.0f;
 };
+
+// The absolute part of a lean bound for weights g, b: ag|g| + ab|b| +
+// kYFloor in double, rounded up to fp32 (NaN when k is not lean).
+inline float LeanWeights(const CheckedConsts& k, float g, float b) {
+  if (!k.lean) return NAN;
+  const double w = static_cast<double>(k.ag) * std::fabs(g) +
+                   static_cast<double>(k.ab) * std::fabs(b) + kYFloor;
+  return static_cast<float>(w * (1 + 0x1p-20));
+}
+
+// The lean bound's absolute part where d = x - m is 0. With beta = 0
+// (add = 0 and an exact mean: inference's given moments), t = +-0 is
+// exactly xhat there and only y's own rounding is left, which r|y| covers
+// (r >= 1.01u): 0, as CheckedVector's bound is, so that x = running_mean
+// (zeros with a zero mean) is not sent to the decisions. Else w.
+inline float LeanWeightsAtZero(const CheckedConsts& k, float g, float b) {
+  return k.lean && k.beta == 0.0f ? 0.0f : LeanWeights(k, g, b);
+}
 
 // The mode and constants of a LayerNorm-like unit from its statistics.
 inline Unit CheckedUnit(const internal::RowStats& st, CheckedConsts* c) {
@@ -64,12 +86,37 @@ inline Unit CheckedUnit(const internal::RowStats& st, CheckedConsts* c) {
   RowBound bound;
   if (!CheckedScale(true, st, k, bound)) return Unit::kDecideAll;
   *c = CheckedConsts{k.m, k.mul, k.add, bound.alpha, bound.beta};
+  // As ApplyCheckedAny: zero variance (exact results, a zero bound) and add
+  // = 0 keep the full bound.
+  // YBoundOf declines add = 0 (the rows keep the full bound there, whose
+  // beta may be 0); its bound for |add| = 2^-126 is larger (b1 grows with
+  // |add|), so it holds for add = 0 too.
+  RowScale kb = k;
+  if (kb.add == 0.0f) kb.add = 0x1p-126f;
+  YBound yb;
+  if (st.v > 0.0 && YBoundOf(true, kb, bound, yb)) {
+    c->lean = true;
+    c->r = yb.r;
+    c->ag = yb.ag;
+    c->ab = yb.ab;
+  }
   return Unit::kChecked;
+}
+
+// Whether a set's shift is so far from its mean that a second pass pays:
+// r's error er enters the bound as er against the 3u of the fp32 results
+// (CheckedScale's alpha), so er <= 2^-32 costs at most 0.2 % more open
+// lanes. The rows' 2^-40 (ShouldRecenter) sends every set of more than
+// ~2^13 elements through a second pass: DoubleSums' own error, n 2^-53,
+// is above it whatever the shift.
+inline bool SetShouldRecenter(const internal::RowStats& st) {
+  return st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-32);
 }
 
 // The statistics of a LayerNorm-like set of n elements from
 // sums(k, &s, &q) = sum(x - k), sum((x - k)^2) in double (DoubleSums'
-// model), shifted by k0 and again by the mean when k0 was too far from it.
+// model), shifted by k0 and again by the mean when k0 was too far from it
+// (SetShouldRecenter).
 template <class Sums>
 HWY_INLINE internal::RowStats StatsOfSet(size_t n, float eps, float k0,
                                          const Sums& sums) {
@@ -78,7 +125,7 @@ HWY_INLINE internal::RowStats StatsOfSet(size_t n, float eps, float k0,
   sums(k0, &s, &q);
   internal::RowStats st =
       internal::StatsFromSums(SIMDNORM_LAYERNORM, n, eps, k0, s, q, model);
-  if (internal::ShouldRecenter(SIMDNORM_LAYERNORM, st)) {
+  if (SetShouldRecenter(st)) {
     const float k = static_cast<float>(st.k + st.c);
     sums(k, &s, &q);
     st = internal::StatsFromSums(SIMDNORM_LAYERNORM, n, eps, k, s, q, model);
@@ -108,6 +155,12 @@ HWY_NOINLINE void ChannelSumsF64(DF, const TX* x, size_t stride, size_t rows,
       auto s0 = hn::Zero(dd), q0 = s0, s1 = s0, q1 = s0;
       for (size_t p = p0; p < p1; ++p) {
         const TX* r = x + p * stride + j;
+        // The loads walk columns, which the hardware prefetchers do not
+        // follow: the same channels a block ahead (as ChannelSums).
+        if (p + 32 < rows) {
+          hwy::Prefetch(r + 32 * stride);
+          if (count1) hwy::Prefetch(r + 32 * stride + M);
+        }
         const auto d0 =
             hn::Sub(hn::PromoteTo(dd, count0 == M ? LoadF(dfh, r)
                                                   : LoadTailF(dfh, r, count0)),
@@ -164,31 +217,67 @@ HWY_INLINE hn::Mask<DF> CheckedVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
   return RoundsClear<TY>(df, y, ResultBound(df, t, et, g, b, y));
 }
 
+// One vector of a lean unit (CheckedConsts::lean): t and y as
+// CheckedVector computes them, and the bound r|y| + w, w = LeanWeights (w0
+// = LeanWeightsAtZero where d = 0): 4 operations a vector against
+// CheckedVector's 9.
+template <typename TY, class DF>
+HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
+                                   hn::Vec<DF> mul, hn::Vec<DF> add,
+                                   hn::Vec<DF> r, hn::Vec<DF> w, hn::Vec<DF> w0,
+                                   hn::Vec<DF> g, hn::Vec<DF> b,
+                                   hn::Vec<DF>& y) {
+  const auto d = hn::Sub(xv, m);
+  y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
+  const auto wd = hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w);
+  return RoundsClear<TY>(df, y, hn::MulAdd(r, hn::Abs(y), wd));
+}
+
+// One vector of a checked unit by its bound: the lean one (kLean: r, w,
+// w0) or the full one (alpha, beta in r, w).
+template <bool kLean, typename TY, class DF>
+HWY_INLINE hn::Mask<DF> UnitVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
+                                   hn::Vec<DF> mul, hn::Vec<DF> add,
+                                   hn::Vec<DF> r, hn::Vec<DF> w, hn::Vec<DF> w0,
+                                   hn::Vec<DF> g, hn::Vec<DF> b,
+                                   hn::Vec<DF>& y) {
+  if constexpr (kLean) {
+    return LeanVector<TY>(df, xv, m, mul, add, r, w, w0, g, b, y);
+  } else {
+    (void)w0;
+    return CheckedVector<TY>(df, xv, m, mul, add, r, w, g, b, y);
+  }
+}
+
 // n contiguous elements of one channel (weights g, b) of a checked unit;
-// decide(i) gives the bits of element i.
-template <class DF, typename TX, typename TY, class Decide>
+// decide(i) gives the bits of element i. kLean: k.lean's bound.
+template <bool kLean, class DF, typename TX, typename TY, class Decide>
 HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
                                     const CheckedConsts& k, float g, float b,
                                     const Decide& decide) {
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
-  const auto add = hn::Set(df, k.add), alpha = hn::Set(df, k.alpha);
-  const auto beta = hn::Set(df, k.beta);
+  const auto add = hn::Set(df, k.add);
+  const auto r = hn::Set(df, kLean ? k.r : k.alpha);
+  const auto w = hn::Set(df, kLean ? LeanWeights(k, g, b) : k.beta);
+  const auto w0 = hn::Set(df, LeanWeightsAtZero(k, g, b));
   const auto vg = hn::Set(df, g), vb = hn::Set(df, b);
   hn::Vec<DF> v;
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto clear = CheckedVector<TY>(df, LoadF(df, x + i), m, mul, add,
-                                         alpha, beta, vg, vb, v);
+  for (size_t i = 0; i + N <= n; i += N) {
+    const auto clear = UnitVector<kLean, TY>(df, LoadF(df, x + i), m, mul, add,
+                                             r, w, w0, vg, vb, v);
     StoreF(df, v, y + i);
     if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
-      DecideOpen(df, clear, N, y + i, [&](size_t l) { return decide(i + l); });
+      const size_t at = i;  // a copy: i stays in a register
+      DecideOpen(df, clear, N, y + at,
+                 [&](size_t l) { return decide(at + l); });
     }
   }
+  const size_t i = n / N * N;
   if (i < n) {
     const size_t count = n - i;
-    auto clear = CheckedVector<TY>(df, LoadTailF(df, x + i, count), m, mul, add,
-                                   alpha, beta, vg, vb, v);
+    auto clear = UnitVector<kLean, TY>(df, LoadTailF(df, x + i, count), m, mul,
+                                       add, r, w, w0, vg, vb, v);
     clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
     StoreTailF(df, v, y + i, count);
     if (!hn::AllTrue(df, clear)) {
@@ -204,8 +293,10 @@ template <class DF, typename TX, typename TY, class Decide>
 HWY_INLINE void ApplyPlaneUnit(DF df, Unit mode, const TX* x, TY* y, size_t n,
                                const CheckedConsts& k, float g, float b,
                                const Decide& decide) {
-  if (mode == Unit::kChecked) {
-    ApplyPlaneChecked(df, x, y, n, k, g, b, decide);
+  if (mode == Unit::kChecked && k.lean) {
+    ApplyPlaneChecked<true>(df, x, y, n, k, g, b, decide);
+  } else if (mode == Unit::kChecked) {
+    ApplyPlaneChecked<false>(df, x, y, n, k, g, b, decide);
   } else if (mode == Unit::kNaN) {
     FillNaN(df, y, static_cast<float*>(nullptr), 0, n);
   } else {
@@ -218,17 +309,20 @@ HWY_INLINE void ApplyPlaneUnit(DF df, Unit mode, const TX* x, TY* y, size_t n,
 
 // Per-channel constants of channels-last checked results (cp floats each,
 // as ChannelScratch: a vector from any channel fits). kDecideAll channels
-// get NaN bounds (no lane is clear), kNaN channels the nan flag.
+// get NaN bounds (no lane is clear), kNaN channels the nan flag. r and w
+// w0 are the lean bound's (LeanWeights, LeanWeightsAtZero; NaN where it
+// does not hold), full flags checked channels without it.
 struct CheckedChannels {
   size_t cp;
   std::unique_ptr<float[]> floats;
-  float *m, *mul, *add, *alpha, *beta, *g, *b, *nan;
+  float *m, *mul, *add, *alpha, *beta, *g, *b, *nan, *r, *w, *w0, *full;
 
   CheckedChannels(size_t c, size_t lanes)
       : cp((c + lanes - 1) / lanes * lanes + lanes),
-        floats(new float[8 * cp]()) {
+        floats(new float[12 * cp]()) {
     float* f = floats.get();
-    for (float** p : {&m, &mul, &add, &alpha, &beta, &g, &b, &nan}) {
+    for (float** p :
+         {&m, &mul, &add, &alpha, &beta, &g, &b, &nan, &r, &w, &w0, &full}) {
       *p = f;
       f += cp;
     }
@@ -245,18 +339,30 @@ struct CheckedChannels {
     g[j] = gj;
     b[j] = bj;
     nan[j] = mode == Unit::kNaN ? 1.0f : 0.0f;
+    r[j] = c.r;
+    w[j] = LeanWeights(c, gj, bj);
+    w0[j] = LeanWeightsAtZero(c, gj, bj);
+    full[j] = mode == Unit::kChecked && !k.lean ? 1.0f : 0.0f;
+  }
+
+  // Whether channels [0, c) may all take the lean bound.
+  bool AllLean(size_t c) const {
+    for (size_t j = 0; j < c; ++j) {
+      if (full[j] != 0.0f) return false;
+    }
+    return true;
   }
 };
 
 // Channels-last checked results: `rows` rows of c channels, x_stride and
 // y_stride elements apart; decide(p, j) gives the bits of row p, channel
 // j. Blocks of 32 rows, each channel vector's constants in registers (as
-// ApplyNhwc).
-template <class DF, typename TX, typename TY, class Decide>
-HWY_NOINLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
-                                   size_t y_stride, size_t c, size_t rows,
-                                   const CheckedChannels& t,
-                                   const Decide& decide) {
+// ApplyNhwc). kLean: every channel's bound is the lean one (AllLean).
+template <bool kLean, class DF, typename TX, typename TY, class Decide>
+HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
+                                     size_t y_stride, size_t c, size_t rows,
+                                     const CheckedChannels& t,
+                                     const Decide& decide) {
   const size_t N = hn::Lanes(df);
   const auto qnan = QuietNaN(df);
   for (size_t p0 = 0; p0 < rows; p0 += 32) {
@@ -268,17 +374,21 @@ HWY_NOINLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
       const auto done = hn::Or(nan, hn::Not(hn::FirstN(df, count)));
       const auto m = hn::LoadU(df, t.m + j), mul = hn::LoadU(df, t.mul + j);
       const auto add = hn::LoadU(df, t.add + j);
-      const auto alpha = hn::LoadU(df, t.alpha + j);
-      const auto beta = hn::LoadU(df, t.beta + j);
+      // Lean: alpha and beta hold r and w.
+      const auto alpha = hn::LoadU(df, (kLean ? t.r : t.alpha) + j);
+      const auto beta = hn::LoadU(df, (kLean ? t.w : t.beta) + j);
       const auto g = hn::LoadU(df, t.g + j), b = hn::LoadU(df, t.b + j);
+      const auto w0 = kLean ? hn::LoadU(df, t.w0 + j) : beta;
       for (size_t p = p0; p < p1; ++p) {
         const TX* xr = x + p * x_stride + j;
         TY* yr = y + p * y_stride + j;
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
         const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
         hn::Vec<DF> v;
-        const auto clear = hn::Or(
-            CheckedVector<TY>(df, xv, m, mul, add, alpha, beta, g, b, v), done);
+        const auto clear =
+            hn::Or(UnitVector<kLean, TY>(df, xv, m, mul, add, alpha, beta, w0,
+                                         g, b, v),
+                   done);
         v = hn::IfThenElse(nan, qnan, v);
         if (count == N) {
           StoreF(df, v, yr);
@@ -291,6 +401,18 @@ HWY_NOINLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
         }
       }
     }
+  }
+}
+
+template <class DF, typename TX, typename TY, class Decide>
+HWY_INLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
+                                 size_t y_stride, size_t c, size_t rows,
+                                 const CheckedChannels& t,
+                                 const Decide& decide) {
+  if (t.AllLean(c)) {
+    ApplyNhwcCheckedAs<true>(df, x, x_stride, y, y_stride, c, rows, t, decide);
+  } else {
+    ApplyNhwcCheckedAs<false>(df, x, x_stride, y, y_stride, c, rows, t, decide);
   }
 }
 

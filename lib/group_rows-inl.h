@@ -417,8 +417,9 @@ HWY_NOINLINE void GroupNchwChecked(const internal::GroupArgs& a, size_t begin,
   for (size_t u = begin; u < end; ++u) {
     TY* y = static_cast<TY*>(a.y) + u * m;
     const TX* x = UnitX(static_cast<const TX*>(a.x) + u * m, y, m, copy);
-    const internal::RowStats st =
-        StatsF64<true>(df, x, m, a.eps, SIMDNORM_LAYERNORM);
+    const internal::RowStats st = StatsOfSet(
+        m, a.eps, ToFloat(x[0]),
+        [&](float k, double* s, double* q) { SumsF64(df, x, m, k, *s, *q); });
     CheckedConsts k{};
     const Unit mode = CheckedUnit(st, &k);
     const internal::CrRow cr = GroupCrRow<TX, TY>(x, m, a.eps, st);
