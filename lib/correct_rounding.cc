@@ -268,6 +268,15 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
   const double x = v.x, xh = v.xh, exh = v.err;
   const auto exact_xhat = [&] { return XhatOf(row, Exact(row, cache), x); };
   const simdnorm_dtype ty = row.y_type;
+  if (!std::isfinite(x)) {
+    // An inf or NaN element of a row whose statistics are finite: only
+    // BatchNorm inference's one-element rows (an inf in a row or a group
+    // makes its statistics NaN). xhat = (x - m) / D is x's infinity (or
+    // NaN), and x * g + b is y exactly, inf or NaN, as the reference's
+    // double arithmetic gives it (no dyadic form exists for it).
+    const double y = x * g + b;
+    return std::isnan(y) ? NaNBits(ty) : Round16(ty, y);
+  }
 
   if (row.round_normalized && row.x_type != SIMDNORM_F32) {
     // Hugging Face's order: xhat rounded to x_type, then t * g + b.
