@@ -352,8 +352,8 @@ static inline simdnorm_status simdnorm_backward_reference(
  * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP.
  *
  * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
- * flags (INVALID_ARGUMENT); then, when n > 0, NULL x or y (INVALID_ARGUMENT), shapes
- * (c, hw or groups 0, c % groups != 0, sizes that overflow:
+ * flags (INVALID_ARGUMENT); then, when n > 0, NULL x or y (INVALID_ARGUMENT),
+ * shapes (c, hw or groups 0, c % groups != 0, sizes that overflow:
  * INVALID_SHAPE), overlaps. On any status other than SIMDNORM_OK nothing
  * has been written. n = 0 is valid and does nothing.
  *

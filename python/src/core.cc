@@ -85,8 +85,8 @@ PyObject* FastNormalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   constexpr Py_ssize_t kArgs = 14, kFusedArgs = 18, kSavingArgs = 20;
   if (nargs != kArgs && nargs != kFusedArgs && nargs != kSavingArgs) {
     PyErr_Format(PyExc_TypeError,
-                 "normalize takes %zd, %zd or %zd arguments (%zd given)",
-                 kArgs, kFusedArgs, kSavingArgs, nargs);
+                 "normalize takes %zd, %zd or %zd arguments (%zd given)", kArgs,
+                 kFusedArgs, kSavingArgs, nargs);
     return nullptr;
   }
   size_t v[kSavingArgs] = {};
