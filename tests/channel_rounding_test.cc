@@ -62,32 +62,9 @@ struct Problem {
     return ChannelIndex(s.c, s.hw, layout, i, ch, p);
   }
 
-  // Runs the kernel (into out) or the reference.
-  simdnorm_status Run(Tensor& out, bool reference, size_t max_threads = 0,
-                      const void* x_in = nullptr) {
-    if (kind == Kind::kGroup) {
-      simdnorm_group_desc d{};
-      d.n = s.n;
-      d.c = s.c;
-      d.hw = s.hw;
-      d.groups = s.groups;
-      d.layout = layout;
-      d.x = x_in ? x_in : x.data();
-      d.x_type = x.t;
-      d.y = out.data();
-      d.y_type = out.t;
-      d.gamma = has_gamma ? gamma.data() : nullptr;
-      d.beta = has_beta ? beta.data() : nullptr;
-      d.param_type = gamma.t;
-      d.eps = eps;
-      d.max_threads = max_threads;
-      d.flags = flags;
-      return reference ? simdnorm_group_norm_reference(&d)
-                       : simdnorm_group_norm(&d);
-    }
-    // Training updates the running statistics: each run on its own copy.
-    std::vector<float> m = rm, v = rv;
-    simdnorm_batch_desc d{};
+  // The fields the group and batch descriptors share, from this problem.
+  template <class Desc>
+  void FillDesc(Desc& d, Tensor& out, size_t max_threads, const void* x_in) {
     d.n = s.n;
     d.c = s.c;
     d.hw = s.hw;
@@ -99,13 +76,29 @@ struct Problem {
     d.gamma = has_gamma ? gamma.data() : nullptr;
     d.beta = has_beta ? beta.data() : nullptr;
     d.param_type = gamma.t;
+    d.eps = eps;
+    d.max_threads = max_threads;
+    d.flags = flags;
+  }
+
+  // Runs the kernel (into out) or the reference.
+  simdnorm_status Run(Tensor& out, bool reference, size_t max_threads = 0,
+                      const void* x_in = nullptr) {
+    if (kind == Kind::kGroup) {
+      simdnorm_group_desc d{};
+      FillDesc(d, out, max_threads, x_in);
+      d.groups = s.groups;
+      return reference ? simdnorm_group_norm_reference(&d)
+                       : simdnorm_group_norm(&d);
+    }
+    // Training updates the running statistics: each run on its own copy.
+    std::vector<float> m = rm, v = rv;
+    simdnorm_batch_desc d{};
+    FillDesc(d, out, max_threads, x_in);
     d.running_mean = m.data();
     d.running_var = v.data();
     d.momentum = 0.1f;
-    d.eps = eps;
     d.training = kind == Kind::kTraining ? 1 : 0;
-    d.max_threads = max_threads;
-    d.flags = flags;
     return reference ? simdnorm_batch_norm_reference(&d)
                      : simdnorm_batch_norm(&d);
   }
