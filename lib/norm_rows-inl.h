@@ -1250,32 +1250,64 @@ HWY_INLINE hn::Vec<DF> ResultBoundAt(DF df, const TX* HWY_RESTRICT x,
 }
 
 // One vector of a checked row: its results y, and the lanes that round as
-// the exact values do (the others are decided again). kHF: xhat rounded to
-// x's type first (Hugging Face's order).
-template <bool kLayerNorm, bool kHF, At kAt, class DF, typename TX, typename TY,
+// the exact values do (the others are decided again).
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TY,
           typename TP>
 HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
                                   const Weights<TP>& w, size_t i, size_t count,
                                   hn::Vec<DF> m, hn::Vec<DF> mul,
                                   hn::Vec<DF> add, hn::Vec<DF> alpha,
-                                  hn::Vec<DF> beta, hn::Vec<DF>& y,
-                                  hn::Vec<DF>& t_rounded,
-                                  hn::Mask<DF>& t_clear) {
-  hn::Mask<DF> clear;
-  if constexpr (kHF) {
+                                  hn::Vec<DF> beta, hn::Vec<DF>& y) {
+  const auto e = ResultBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add,
+                                                alpha, beta, y);
+  auto clear = RoundsClear<TY>(df, y, e);
+  if constexpr (kAt == At::kTail) {
+    clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
+  }
+  return clear;
+}
+
+// Hugging Face's order: t = xhat rounded to x's type, then y = t * g + b.
+// With 16-bit weights and neither beta nor an offset, y = t * g has at most
+// 11 + 11 significant bits: exact in fp32 unless it is below 2^-100 (a
+// subnormal product may round), so its conversion rounds the exact value
+// once and only t's rounding needs the check (kExactY).
+template <typename TP>
+HWY_INLINE bool ExactProducts(const Weights<TP>& w) {
+  return !std::is_same_v<TP, float> && w.beta == nullptr && !w.has_offset;
+}
+
+// One vector of a checked row in Hugging Face's order: its results y, the
+// lanes that round as the exact values do, t and the lanes where t is
+// known right (`t_clear`).
+template <bool kLayerNorm, bool kExactY, At kAt, class DF, typename TX,
+          typename TY, typename TP>
+HWY_INLINE hn::Mask<DF> HFCheckedAt(DF df, const TX* HWY_RESTRICT x,
+                                    const Weights<TP>& w, size_t i,
+                                    size_t count, hn::Vec<DF> m,
+                                    hn::Vec<DF> mul, hn::Vec<DF> add,
+                                    hn::Vec<DF> alpha, hn::Vec<DF> beta,
+                                    hn::Vec<DF>& y, hn::Vec<DF>& tx,
+                                    hn::Mask<DF>& t_clear) {
+  hn::Vec<DF> t, et, g, b;
+  TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t, et,
+                           g, b);
+  tx = RoundTo<TX>(df, t);
+  t_clear = RoundsClear<TX>(df, t, et);
+  hn::Mask<DF> y_clear;
+  if constexpr (kExactY) {
+    (void)b;  // -0: t * g + -0 == t * g
+    y = hn::Mul(tx, g);
+    y_clear = hn::Or(hn::Ge(hn::Abs(y), hn::Set(df, 0x1p-100f)),
+                     hn::Eq(tx, hn::Zero(df)));
+  } else {
     const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
-    hn::Vec<DF> t, et, g, b;
-    TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t,
-                             et, g, b);
-    const auto tx = RoundTo<TX>(df, t);
     y = GammaBeta(df, tx, g, b);
     // Only y's rounding is left; a floor where t is not 0 for a subnormal y.
     const auto ey = hn::MulAdd(
         cu, hn::Abs(y),
         hn::IfThenElseZero(hn::Ne(tx, hn::Zero(df)), hn::Set(df, 0x1p-126f)));
-    t_rounded = tx;
-    t_clear = RoundsClear<TX>(df, t, et);
-    auto y_clear = RoundsClear<TY>(df, y, ey);
+    y_clear = RoundsClear<TY>(df, y, ey);
 #if HWY_NATIVE_FMA
     if (HWY_UNLIKELY(!hn::AllTrue(df, y_clear))) {
       // Mostly exact ties (~1/128 of lanes with 16-bit t and weights):
@@ -1296,12 +1328,8 @@ HWY_INLINE hn::Mask<DF> CheckedAt(DF df, const TX* HWY_RESTRICT x,
       y_clear = hn::Or(y_clear, exact);
     }
 #endif
-    clear = hn::And(t_clear, y_clear);
-  } else {
-    const auto e = ResultBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul,
-                                                  add, alpha, beta, y);
-    clear = RoundsClear<TY>(df, y, e);
   }
+  auto clear = hn::And(t_clear, y_clear);
   if constexpr (kAt == At::kTail) {
     clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
   }
@@ -1401,39 +1429,36 @@ HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
   });
 }
 
-// A row of 16-bit y, correctly rounded. x is never y (NormRowsChecked
-// copies a row normalized in place).
-// The lanes of a checked vector left open (not `clear`). In Hugging
-// Face's order (kHF), a lane whose t (xhat rounded to x's type) is known
-// right (`t_clear`) has only y = t * g + b's rounding left (CheckedAt has
-// already cleared exact y where the target has FMA): decided from t alone
-// (internal::RoundProductSum), without the row's double statistics.
-template <bool kHF, class DF, typename TY, typename TP, class CR>
-HWY_INLINE void DecideOpenLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
-                                hn::Vec<DF> t, size_t i, size_t count, TY* y,
-                                const Weights<TP>& w, CR& cr,
-                                internal::CrCache& cache) {
-  if constexpr (kHF) {
-    const auto products = hn::AndNot(clear, t_clear);
-    if (!hn::AllFalse(df, products)) {
-      HWY_ALIGN float tl[HWY_MAX_BYTES / sizeof(float)];
-      hn::Store(t, df, tl);
-      ForSetLanes(df, hn::VecFromMask(df, products), count, [&](size_t l) {
-        float g, b;
-        WeightsOfElement(w, i + l, g, b);
-        const uint16_t bits =
-            internal::RoundProductSum(kDType<TY>, tl[l], g, b);
-        std::memcpy(y + i + l, &bits, sizeof(bits));
-      });
-    }
-    clear = hn::Or(clear, t_clear);
+// The open lanes (not `clear`) of a checked vector in Hugging Face's
+// order, elements i + stride * l. A lane whose t (xhat rounded to x's
+// type) is known right (`t_clear`) has only y = t * g + b's rounding left:
+// decided from t alone (internal::RoundProductSum), without the row's
+// double statistics.
+template <class DF, typename TY, typename TP, class CR>
+HWY_INLINE void DecideHFLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
+                              hn::Vec<DF> t, size_t i, size_t count, TY* y,
+                              const Weights<TP>& w, CR& cr,
+                              internal::CrCache& cache, size_t stride) {
+  const auto products = hn::AndNot(clear, t_clear);
+  if (!hn::AllFalse(df, products)) {
+    HWY_ALIGN float tl[HWY_MAX_BYTES / sizeof(float)];
+    hn::Store(t, df, tl);
+    ForSetLanes(df, hn::VecFromMask(df, products), count, [&](size_t l) {
+      const size_t j = i + stride * l;
+      float g, b;
+      WeightsOfElement(w, j, g, b);
+      const uint16_t bits = internal::RoundProductSum(kDType<TY>, tl[l], g, b);
+      std::memcpy(y + j, &bits, sizeof(bits));
+    });
   }
-  DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, count, y, w, cr,
-              cache);
+  DecideLanes(df, hn::VecFromMask(df, hn::Not(hn::Or(clear, t_clear))), i,
+              count, y, w, cr, cache, stride);
 }
 
-template <bool kLayerNorm, bool kHF, class DF, typename TX, typename TY,
-          typename TP>
+// A row of 16-bit y, correctly rounded, one vector at a time (the rows the
+// lean form below does not take). x is never y (NormRowsChecked copies a
+// row normalized in place).
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
                                   const Weights<TP> w, size_t n, RowScale k,
                                   RowBound bound,
@@ -1444,23 +1469,24 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
   const auto add = hn::Set(df, k.add);
   const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
   internal::CrCache cache;
-  hn::Vec<DF> v, t = hn::Zero(df);
-  hn::Mask<DF> t_clear = hn::FirstN(df, 0);
+  hn::Vec<DF> v;
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    const auto clear = CheckedAt<kLayerNorm, kHF, At::kFull, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, alpha, beta, v, t, t_clear);
+    const auto clear = CheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
+        df, x, w, i, 0, m, mul, add, alpha, beta, v);
     StoreF<kQuiet>(df, v, y + i);
     if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
-      DecideOpenLanes<kHF>(df, clear, t_clear, t, i, N, y, w, cr, cache);
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
+                  cache);
     }
   }
   if (i < n) {
-    const auto clear = CheckedAt<kLayerNorm, kHF, At::kTail, DF, TX, TY>(
-        df, x, w, i, n - i, m, mul, add, alpha, beta, v, t, t_clear);
+    const auto clear = CheckedAt<kLayerNorm, At::kTail, DF, TX, TY>(
+        df, x, w, i, n - i, m, mul, add, alpha, beta, v);
     StoreTailF<kQuiet>(df, v, y + i, n - i);
     if (!hn::AllTrue(df, clear)) {
-      DecideOpenLanes<kHF>(df, clear, t_clear, t, i, n - i, y, w, cr, cache);
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
+                  cache);
     }
   }
 }
@@ -1623,6 +1649,14 @@ HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
 // tail. x is never y.
 inline constexpr size_t kLeanChunk = 512;
 
+// Calls f(i, end) for each chunk [i, end) of [0, paired_end).
+template <class F>
+HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
+  for (size_t i = 0; i < paired_end; i += kLeanChunk) {
+    f(i, paired_end - i > kLeanChunk ? i + kLeanChunk : paired_end);
+  }
+}
+
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
                                       const Weights<TP> w, size_t n, RowScale k,
@@ -1632,14 +1666,11 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
-  for (size_t i = 0; i < paired_end;) {
-    const size_t end =
-        paired_end - i > kLeanChunk ? i + kLeanChunk : paired_end;
+  ForChunks(paired_end, [&](size_t i, size_t end) {
     if (LeanChunk<kLayerNorm>(df, x, y, w, i, end, k, yb)) {
       DecideChunk<kLayerNorm>(df, x, y, w, i, end, k, yb, cr, cache);
     }
-    i = end;
-  }
+  });
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
@@ -1666,24 +1697,147 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   }
 }
 
-// A checked row of 16-bit y: the lean form where its bound allows, else
-// ApplyRowChecked: Hugging Face's order, a loose bound, or a row of zero
-// variance, whose results are exactly y = add * g + b (or are decided
-// exactly): ApplyRowChecked's bound is 0 there and the lean one's floor
-// would flag every lane.
+// The 2N results of a checked row at i in Hugging Face's order (as
+// Results2N moves them): for each vector (a, then b) its results, the lanes
+// that round as the exact values do, t and t_clear (HFCheckedAt). Separate
+// variables, not arrays: SVE's vectors and masks are sizeless.
+template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE void HFChecked2N(DF df, const TX* HWY_RESTRICT x,
+                            const Weights<TP>& w, size_t i, hn::Vec<DF> m,
+                            hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> alpha,
+                            hn::Vec<DF> beta, hn::Vec<DF>& va, hn::Vec<DF>& vb,
+                            hn::Vec<DF>& ta, hn::Vec<DF>& tb, hn::Mask<DF>& ca,
+                            hn::Mask<DF>& cb, hn::Mask<DF>& tca,
+                            hn::Mask<DF>& tcb) {
+  constexpr bool kPaired = kPairs<TX, TY, TP>;
+  constexpr At kA = kPaired ? At::kPairA : At::kFull;
+  constexpr At kB = kPaired ? At::kPairB : At::kFull;
+  const size_t ib = kPaired ? i : i + hn::Lanes(df);
+  ca = HFCheckedAt<kLayerNorm, kExactY, kA, DF, TX, TY>(
+      df, x, w, i, 0, m, mul, add, alpha, beta, va, ta, tca);
+  cb = HFCheckedAt<kLayerNorm, kExactY, kB, DF, TX, TY>(
+      df, x, w, ib, 0, m, mul, add, alpha, beta, vb, tb, tcb);
+}
+
+// Elements [i, end) of a checked row in Hugging Face's order, 2N at a time:
+// stores the results and returns whether a lane is left open (as
+// LeanChunk, and kept apart from the decisions for the same reason).
+template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
+          typename TP>
+HWY_NOINLINE bool HFChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
+                          const Weights<TP> w, size_t i, size_t end, RowScale k,
+                          RowBound bound) {
+  const size_t N = hn::Lanes(df);
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
+  auto open = hn::Zero(df);
+  for (; i < end; i += 2 * N) {
+    hn::Vec<DF> va, vb, ta, tb;
+    hn::Mask<DF> ca, cb, tca, tcb;
+    HFChecked2N<kLayerNorm, kExactY, DF, TX, TY>(df, x, w, i, m, mul, add,
+                                                 alpha, beta, va, vb, ta, tb,
+                                                 ca, cb, tca, tcb);
+    Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
+    open = hn::Or(open, hn::VecFromMask(df, hn::Not(hn::And(ca, cb))));
+  }
+  return !hn::AllTrue(df, hn::Eq(open, hn::Zero(df)));
+}
+
+// The open lanes of elements [i, end) of a checked row in Hugging Face's
+// order, decided.
+template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
+          typename TP>
+HWY_NOINLINE void HFDecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                                size_t i, size_t end, RowScale k,
+                                RowBound bound, LazyCrRow<kLayerNorm, TX>& cr,
+                                internal::CrCache& cache) {
+  constexpr bool kEvenOddPair = kPairs<TX, TY, TP> && kEvenOdd<TY>;
+  const size_t N = hn::Lanes(df);
+  const size_t stride = kEvenOddPair ? 2 : 1;
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
+  for (; i < end; i += 2 * N) {
+    hn::Vec<DF> va, vb, ta, tb;
+    hn::Mask<DF> ca, cb, tca, tcb;
+    HFChecked2N<kLayerNorm, kExactY, DF, TX, TY>(df, x, w, i, m, mul, add,
+                                                 alpha, beta, va, vb, ta, tb,
+                                                 ca, cb, tca, tcb);
+    if (hn::AllTrue(df, hn::And(ca, cb))) continue;
+    DecideHFLanes(df, ca, tca, ta, i, N, y, w, cr, cache, stride);
+    DecideHFLanes(df, cb, tcb, tb, kEvenOddPair ? i + 1 : i + N, N, y, w, cr,
+                  cache, stride);
+  }
+}
+
+// A row of 16-bit y, correctly rounded, in Hugging Face's order: chunks as
+// in ApplyRowLeanChecked, then vectors and the tail. x is never y.
+template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
+          typename TP>
+HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
+                                    const Weights<TP> w, size_t n, RowScale k,
+                                    RowBound bound,
+                                    LazyCrRow<kLayerNorm, TX>& cr) {
+  constexpr bool kQuiet = kQuietNaNs<TP>;
+  const size_t N = hn::Lanes(df);
+  internal::CrCache cache;
+  const size_t paired_end = n / (2 * N) * (2 * N);
+  ForChunks(paired_end, [&](size_t i, size_t end) {
+    if (HFChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound)) {
+      HFDecideChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound, cr,
+                                         cache);
+    }
+  });
+  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
+  const auto add = hn::Set(df, k.add);
+  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
+  hn::Vec<DF> v, t;
+  hn::Mask<DF> t_clear;
+  for (size_t i = paired_end; i < n; i += N) {
+    const size_t count = n - i < N ? n - i : N;
+    hn::Mask<DF> clear;
+    if (count == N) {
+      clear = HFCheckedAt<kLayerNorm, kExactY, At::kFull, DF, TX, TY>(
+          df, x, w, i, 0, m, mul, add, alpha, beta, v, t, t_clear);
+      StoreF<kQuiet>(df, v, y + i);
+    } else {
+      clear = HFCheckedAt<kLayerNorm, kExactY, At::kTail, DF, TX, TY>(
+          df, x, w, i, count, m, mul, add, alpha, beta, v, t, t_clear);
+      StoreTailF<kQuiet>(df, v, y + i, count);
+    }
+    if (!hn::AllTrue(df, clear)) {
+      DecideHFLanes(df, clear, t_clear, t, i, count, y, w, cr, cache, 1);
+    }
+  }
+}
+
+// A checked row of 16-bit y: Hugging Face's order (ApplyRowHFChecked), the
+// lean form where its bound allows, else ApplyRowChecked: a loose bound, or
+// a row of zero variance, whose results are exactly y = add * g + b (or are
+// decided exactly): ApplyRowChecked's bound is 0 there and the lean one's
+// floor would flag every lane.
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_INLINE void ApplyCheckedAny(DF df, const TX* x, TY* y, const Weights<TP>& w,
                                 size_t n, const RowScale& k,
                                 const RowBound& bound, double variance,
                                 LazyCrRow<kLayerNorm, TX>& cr) {
   YBound yb;
-  if (!std::is_same_v<TX, float> && w.round) {
-    ApplyRowChecked<kLayerNorm, !std::is_same_v<TX, float>>(df, x, y, w, n, k,
-                                                            bound, cr);
-  } else if (variance > 0.0 && YBoundOf(kLayerNorm, k, bound, yb)) {
+  if constexpr (!std::is_same_v<TX, float>) {
+    if (w.round) {
+      if (ExactProducts(w)) {
+        ApplyRowHFChecked<kLayerNorm, true>(df, x, y, w, n, k, bound, cr);
+      } else {
+        ApplyRowHFChecked<kLayerNorm, false>(df, x, y, w, n, k, bound, cr);
+      }
+      return;
+    }
+  }
+  if (variance > 0.0 && YBoundOf(kLayerNorm, k, bound, yb)) {
     ApplyRowLeanChecked<kLayerNorm>(df, x, y, w, n, k, yb, cr);
   } else {
-    ApplyRowChecked<kLayerNorm, false>(df, x, y, w, n, k, bound, cr);
+    ApplyRowChecked<kLayerNorm>(df, x, y, w, n, k, bound, cr);
   }
 }
 

@@ -229,7 +229,10 @@ TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
   for (simdnorm_kind kind : AllKinds()) {
     for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
       for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
-        for (int variant = 0; variant < 4; ++variant) {
+        // Variants 4 to 6 are Hugging Face's order where y = t * g + b is
+        // not exact in fp32 (a beta, an offset; the kernels check y's
+        // rounding too) and with weights of 0, tiny and huge products.
+        for (int variant = 0; variant < 7; ++variant) {
           Inputs in;
           in.kind = kind;
           in.x_type = xt;
@@ -247,6 +250,16 @@ TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
           if (variant == 3) {
             in.gamma.clear();
             in.beta = Store(xt, ParamData(false, cols));
+          }
+          if (variant >= 4) in.round_normalized = true;
+          if (variant == 4) in.beta = Store(xt, ParamData(false, cols));
+          if (variant == 5) in.gamma_offset = 1.0f;
+          if (variant == 6) {
+            std::vector<float> g = ParamData(true, cols);
+            const float special[] = {0.0f,    -0.0f, 1e-36f,
+                                     -3e-35f, 1e37f, -3e38f};
+            for (size_t j = 0; j < cols; j += 5) g[j] = special[j % 6];
+            in.gamma = Store(xt, g);
           }
           const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
           if (!in.round_normalized) ExpectOracle(in, y);
