@@ -43,12 +43,7 @@ inline bool same_element(simdnorm_dtype t, const void* a, size_t i,
 }
 
 // The data types of x, y and the weights (gamma, beta) of one call.
-struct Dtypes {
-  simdnorm_dtype x = SIMDNORM_F32, y = SIMDNORM_F32, w = SIMDNORM_F32;
-  bool operator==(const Dtypes& o) const {
-    return x == o.x && y == o.y && w == o.w;
-  }
-};
+using Dtypes = simdnorm_test::DTypes;
 
 // The kinds of normalization are the library's registry (simdnorm_op_at):
 // every row kind in order (AllKinds; GroupNorm's descriptor is another),

@@ -230,7 +230,7 @@ ConfigResult MeasureConfig(
   shape.cols = c.cols;
   shape.x_type = c.dtypes.x;
   shape.y_type = c.dtypes.y;
-  shape.param_type = c.dtypes.w;
+  shape.param_type = c.dtypes.param;
   shape.gamma = true;
   shape.beta = simdnorm_tools::op_of(c.kind).centered != 0;
   shape.max_threads = c.threads;

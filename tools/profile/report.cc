@@ -126,7 +126,7 @@ Json ResultsJson(const std::vector<ConfigResult>& results) {
         {"kind", kind_name(c.kind)},
         {"x_type", dtype_name(c.dtypes.x)},
         {"y_type", dtype_name(c.dtypes.y)},
-        {"param_type", dtype_name(c.dtypes.w)},
+        {"param_type", dtype_name(c.dtypes.param)},
         {"cols", c.cols},
         {"rows", c.rows},
         {"threads", c.threads},
