@@ -452,15 +452,8 @@ std::string row_name(const std::string& isa, simdnorm_kind kind,
                      const std::string& variant, const Dtypes& dt,
                      const std::string& family);
 
-// The values in their first order, repeats dropped.
-template <class T>
-std::vector<T> unique(const std::vector<T>& v) {
-  std::vector<T> out;
-  for (const T& e : v) {
-    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-  }
-  return out;
-}
+using simdnorm_tools::AddUnique;
+using simdnorm_tools::unique;
 
 // The outputs.
 

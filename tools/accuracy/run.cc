@@ -15,34 +15,34 @@ namespace simdnorm_accuracy {
 
 std::vector<std::string> Config::all_variants() const {
   std::vector<std::string> out;
-  for (const Plan& p : plans) out.push_back(p.variant.name());
-  return unique(out);
+  for (const Plan& p : plans) AddUnique(&out, p.variant.name());
+  return out;
 }
 
 std::vector<Dtypes> Config::all_dtypes(const std::string& variant) const {
   std::vector<Dtypes> out;
   for (const Plan& p : plans) {
-    if (variant.empty() || p.variant.name() == variant) {
-      out.insert(out.end(), p.dtypes.begin(), p.dtypes.end());
+    for (const Dtypes& d : p.dtypes) {
+      if (variant.empty() || p.variant.name() == variant) AddUnique(&out, d);
     }
   }
-  return unique(out);
+  return out;
 }
 
 std::vector<std::string> Config::all_families() const {
   std::vector<std::string> out;
   for (const Plan& p : plans) {
-    for (const Family& f : p.families) out.push_back(f.name);
+    for (const Family& f : p.families) AddUnique(&out, f.name);
   }
-  return unique(out);
+  return out;
 }
 
 std::vector<size_t> Config::all_cols() const {
   std::vector<size_t> out;
   for (const Plan& p : plans) {
-    out.insert(out.end(), p.cols.begin(), p.cols.end());
+    for (size_t c : p.cols) AddUnique(&out, c);
   }
-  return unique(out);
+  return out;
 }
 
 bool RunOutput::pass() const {
@@ -73,10 +73,7 @@ std::vector<std::pair<Dtypes, std::vector<simdnorm_dtype>>> pairs_of(
       return p.first.x == d.x && p.first.param == d.param;
     });
     if (it == pairs.end()) it = pairs.insert(pairs.end(), {d, {}});
-    if (std::find(it->second.begin(), it->second.end(), d.y) ==
-        it->second.end()) {
-      it->second.push_back(d.y);
-    }
+    AddUnique(&it->second, d.y);
   }
   for (auto& p : pairs) std::sort(p.second.begin(), p.second.end());
   return pairs;

@@ -7,6 +7,7 @@
 #ifndef SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 #define SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -60,6 +61,19 @@ const char* kind_label(simdnorm_kind k);
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
 std::string kind_names();  // "layernorm, rmsnorm or l2norm"
 std::string kind_list();   // "layernorm, rmsnorm, l2norm"
+
+// Appends v to *out unless it is there already.
+template <class T>
+void AddUnique(std::vector<T>* out, const T& v) {
+  if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
+}
+// The values in their first order, repeats dropped.
+template <class T>
+std::vector<T> unique(const std::vector<T>& v) {
+  std::vector<T> out;
+  for (const T& e : v) AddUnique(&out, e);
+  return out;
+}
 
 // A whole decimal number, nothing around it.
 bool parse_size(const std::string& s, size_t* v);
