@@ -32,8 +32,6 @@ inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
   if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
   return simdnorm::bf16::from_bits(b).to_float();
 }
-// Element i of p, of type t, widened to float (exactly).
-float load_float(const void* p, simdnorm_dtype t, size_t i);
 // Whether element i of a and element j of b (type t) hold the same bits,
 // or NaN both.
 inline bool same_element(simdnorm_dtype t, const void* a, size_t i,

@@ -15,7 +15,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using simdnorm_peers::dtype_size;
-using simdnorm_tools::load_float;
+using simdnorm_peers::load_float;
 
 double TimeNs(const std::function<void(size_t)>& run, size_t calls) {
   const auto t0 = Clock::now();
