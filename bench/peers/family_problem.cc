@@ -80,16 +80,6 @@ Typed::Typed(simdnorm_dtype t, const std::vector<float>& v)
   }
 }
 
-float Typed::at(size_t i) const {
-  uint16_t h;
-  float f;
-  std::memcpy(type == SIMDNORM_F32 ? static_cast<void*>(&f) : &h,
-              &bytes[dtype_size(type) * i], dtype_size(type));
-  return type == SIMDNORM_F32    ? f
-         : type == SIMDNORM_BF16 ? simdnorm::bf16::from_bits(h).to_float()
-                                 : simdnorm::f16::from_bits(h).to_float();
-}
-
 FamilyProblem::FamilyProblem(const FamilyOp& o, const FamilyShape& s,
                              simdnorm_dtype x_type, simdnorm_dtype y_t,
                              simdnorm_dtype w_t, const std::vector<float>& xv,

@@ -59,7 +59,7 @@ struct Typed {
   Typed(simdnorm_dtype t, const std::vector<float>& v);
   void* data() { return bytes.data(); }
   const void* data() const { return bytes.data(); }
-  float at(size_t i) const;  // widened exactly
+  float at(size_t i) const { return load_float(data(), type, i); }  // exact
 };
 
 // What a call writes: y or dx, and a backward pass's dgamma and dbeta.

@@ -39,8 +39,10 @@ inline void store(Bf16* p, size_t i, float v) {
   p[i].bits = static_cast<uint16_t>(u >> 16);
 }
 
-template <class X, class Y, class P>
-void LayerNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
+// LayerNorm (kCentered: the mean, then the centered sum of squares), or
+// RMSNorm and L2 (the sum of squares only).
+template <bool kCentered, class X, class Y, class P>
+void NormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
   const size_t n = d.cols;
   const size_t xs = d.x_stride ? d.x_stride : n;
   const size_t ys = d.y_stride ? d.y_stride : n;
@@ -49,45 +51,22 @@ void LayerNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
   for (size_t r = r0; r < r1; ++r) {
     const X* x = static_cast<const X*>(d.x) + r * xs;
     Y* y = static_cast<Y*>(d.y) + r * ys;
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; ++i) sum += load(x, i);
-    const float mean = sum / static_cast<float>(n);
+    float mean = 0.0f;
+    if (kCentered) {
+      for (size_t i = 0; i < n; ++i) mean += load(x, i);
+      mean /= static_cast<float>(n);
+    }
     float sq = 0.0f;
     for (size_t i = 0; i < n; ++i) {
-      const float c = load(x, i) - mean;
+      const float c = kCentered ? load(x, i) - mean : load(x, i);
       sq += c * c;
     }
-    const float inv = 1.0f / std::sqrt(sq / static_cast<float>(n) + d.eps);
-    for (size_t i = 0; i < n; ++i) {
-      float v = (load(x, i) - mean) * inv;
-      if (gamma) v *= load(gamma, i);
-      if (beta) v += load(beta, i);
-      store(y, i, v);
-    }
-  }
-}
-
-template <class X, class Y, class P>
-void RmsNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
-  const size_t n = d.cols;
-  const size_t xs = d.x_stride ? d.x_stride : n;
-  const size_t ys = d.y_stride ? d.y_stride : n;
-  const P* gamma = static_cast<const P*>(d.gamma);
-  const P* beta = static_cast<const P*>(d.beta);
-  for (size_t r = r0; r < r1; ++r) {
-    const X* x = static_cast<const X*>(d.x) + r * xs;
-    Y* y = static_cast<Y*>(d.y) + r * ys;
-    float sq = 0.0f;
-    for (size_t i = 0; i < n; ++i) {
-      const float v = load(x, i);
-      sq += v * v;
-    }
     const float inv =
-        d.kind == SIMDNORM_L2NORM
+        !kCentered && d.kind == SIMDNORM_L2NORM
             ? 1.0f / std::max(std::sqrt(sq), d.eps)
             : 1.0f / std::sqrt(sq / static_cast<float>(n) + d.eps);
     for (size_t i = 0; i < n; ++i) {
-      float v = load(x, i) * inv;
+      float v = (kCentered ? load(x, i) - mean : load(x, i)) * inv;
       if (gamma) v *= load(gamma, i);
       if (beta) v += load(beta, i);
       store(y, i, v);
@@ -98,9 +77,9 @@ void RmsNormRows(const simdnorm_desc& d, size_t r0, size_t r1) {
 template <class X, class Y, class P>
 void Rows(const simdnorm_desc& d, size_t r0, size_t r1) {
   if (d.kind != SIMDNORM_LAYERNORM) {  // RMSNorm, L2
-    RmsNormRows<X, Y, P>(d, r0, r1);
+    NormRows<false, X, Y, P>(d, r0, r1);
   } else {
-    LayerNormRows<X, Y, P>(d, r0, r1);
+    NormRows<true, X, Y, P>(d, r0, r1);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include "naive_loops.h"
 #include "parallel_range.h"
+#include "simdnorm/simdnorm.hpp"
 #include "unfused_loops.h"
 
 namespace simdnorm_peers {
@@ -29,6 +30,20 @@ size_t dtype_size(simdnorm_dtype t) {
     default:
       return 4;
   }
+}
+
+float load_float(const void* p, simdnorm_dtype t, size_t i) {
+  const auto* b = static_cast<const unsigned char*>(p) + i * dtype_size(t);
+  if (t == SIMDNORM_I8) return static_cast<float>(static_cast<int8_t>(*b));
+  if (t == SIMDNORM_F32) {
+    float f;
+    std::memcpy(&f, b, sizeof(f));
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, b, sizeof(h));
+  return t == SIMDNORM_BF16 ? simdnorm::bf16::from_bits(h).to_float()
+                            : simdnorm::f16::from_bits(h).to_float();
 }
 
 size_t scales_per_row(const simdnorm_desc& d) {

@@ -19,6 +19,8 @@ namespace simdnorm_peers {
 
 // Bytes per element: 4 (F32), 2 (BF16, F16), 1 (I8).
 size_t dtype_size(simdnorm_dtype t);
+// Element i of p, of type t, widened to float (exactly).
+float load_float(const void* p, simdnorm_dtype t, size_t i);
 // y_scale floats per row: ceil(cols / quant_group) for I8 output, else 0.
 size_t scales_per_row(const simdnorm_desc& d);
 

@@ -29,26 +29,15 @@ const char* DTypeName(simdnorm_dtype t) {
   return "?";
 }
 
-std::vector<DTypes> AllDTypes() {
+std::vector<DTypes> DTypeCombinations(
+    std::initializer_list<simdnorm_dtype> types, bool need_f16) {
   std::vector<DTypes> v;
-  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16}) {
-    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16}) {
-      for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16}) {
-        v.push_back({x, y, p});
-      }
-    }
-  }
-  return v;
-}
-
-std::vector<DTypes> F16DTypes() {
-  std::vector<DTypes> v;
-  for (simdnorm_dtype x : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
-    for (simdnorm_dtype y : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
-      for (simdnorm_dtype p : {SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16}) {
-        if (x == SIMDNORM_F16 || y == SIMDNORM_F16 || p == SIMDNORM_F16) {
-          v.push_back({x, y, p});
-        }
+  for (simdnorm_dtype x : types) {
+    for (simdnorm_dtype y : types) {
+      for (simdnorm_dtype p : types) {
+        const bool f16 =
+            x == SIMDNORM_F16 || y == SIMDNORM_F16 || p == SIMDNORM_F16;
+        if (!need_f16 || f16) v.push_back({x, y, p});
       }
     }
   }

@@ -427,10 +427,7 @@ struct Config {
 int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
                   Config* cfg, std::string* error);
 
-// The combinations x/y/w of `types`, x major (f32/f32/f32, f32/f32/bf16,
-// ...); with need_f16 only those with an f16.
-std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
-                                 bool need_f16 = false);
+using simdnorm_test::DTypeCombinations;
 
 struct RunOutput {
   // Library rows (per ISA, best first) then shortcut rows, each ordered by
@@ -455,15 +452,8 @@ std::string row_name(const std::string& isa, simdnorm_kind kind,
                      const std::string& variant, const Dtypes& dt,
                      const std::string& family);
 
-// The values in their first order, repeats dropped.
-template <class T>
-std::vector<T> unique(const std::vector<T>& v) {
-  std::vector<T> out;
-  for (const T& e : v) {
-    if (std::find(out.begin(), out.end(), e) == out.end()) out.push_back(e);
-  }
-  return out;
-}
+using simdnorm_tools::AddUnique;
+using simdnorm_tools::unique;
 
 // The outputs.
 

@@ -160,7 +160,7 @@ std::vector<FamilyRow> run_families(const Config& cfg,
               generate(f.gen, s.elems() / inner, inner, cfg.seed);
           const std::vector<float> dy =
               generate(Gen::kNormal, s.elems() / inner, inner, cfg.seed, true);
-          FamilyProblem p(op, s, dt.x, dt.y, dt.w, x, dy);
+          FamilyProblem p(op, s, dt.x, dt.y, dt.param, x, dy);
           p.eps = f.eps_zero ? 0.0f : cfg.eps;
           FamilyOutput ref, got;
           if (p.run(&ref, SIMDNORM_F32, 1, true) != SIMDNORM_OK) continue;

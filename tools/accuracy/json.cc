@@ -68,7 +68,7 @@ Json key_json(const RowKey& k) {
           {"kind", kind_name(k.kind)},
           {"x", dtype_name(k.dt.x)},
           {"y", dtype_name(k.dt.y)},
-          {"w", dtype_name(k.dt.w)}};
+          {"w", dtype_name(k.dt.param)}};
 }
 
 // int8 output: the group scales (null for other outputs).
@@ -239,12 +239,12 @@ void write_csv(std::FILE* f, const Report& r) {
                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
                "{},{},{}\n",
                CsvField(row.isa), CsvField(row.method), kind_name(row.kind),
-               dtype_name(row.dt.x), dtype_name(row.dt.y), dtype_name(row.dt.w),
-               CsvField(row.family), shortest_float(row.eps),
-               unit_name(row.dt.y), s.count, s.excluded, s.over,
-               csv_num(s.max, 7), csv_num(s.mean, 7), csv_num(s.p999, 7),
-               csv_num(s.max_scaled, 7), csv_num(s.exact_share(), 7),
-               row.checked, row.pass(), worst,
+               dtype_name(row.dt.x), dtype_name(row.dt.y),
+               dtype_name(row.dt.param), CsvField(row.family),
+               shortest_float(row.eps), unit_name(row.dt.y), s.count,
+               s.excluded, s.over, csv_num(s.max, 7), csv_num(s.mean, 7),
+               csv_num(s.p999, 7), csv_num(s.max_scaled, 7),
+               csv_num(s.exact_share(), 7), row.checked, row.pass(), worst,
                CsvField(fmt::format("{}", fmt::join(row.violations, "; "))),
                CsvField(row.variant), int8, fused);
   }

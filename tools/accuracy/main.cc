@@ -43,10 +43,10 @@ std::vector<Plan> make_plans(const Config& cfg,
     if (v.plain() && !dtypes.empty()) {
       plans.push_back({v, dtypes, all, cols({896, 4096, 1001})});
     } else if (v.plain()) {
-      plans.push_back({v, combinations({SIMDNORM_F32, SIMDNORM_BF16}), all,
-                       cols({896, 4096, 1001})});
-      plans.push_back({v, combinations({SIMDNORM_F32, SIMDNORM_F16}, true), all,
-                       cols({896, 1001})});
+      plans.push_back(
+          {v, simdnorm_test::AllDTypes(), all, cols({896, 4096, 1001})});
+      plans.push_back({v, DTypeCombinations({SIMDNORM_F32, SIMDNORM_F16}, true),
+                       all, cols({896, 1001})});
     } else {
       std::vector<Dtypes> dts = dtypes;
       if (dts.empty()) {

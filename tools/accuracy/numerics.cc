@@ -37,7 +37,7 @@ Operand rounded(simdnorm_dtype t, size_t n, F value) {
 
 std::string dtypes_label(const Dtypes& d) {
   return fmt::format("{}/{}/{}", dtype_name(d.x), dtype_name(d.y),
-                     dtype_name(d.w));
+                     dtype_name(d.param));
 }
 
 double round_to(simdnorm_dtype t, double v) {

@@ -42,25 +42,10 @@ bool parse_dtypes(const std::string& s, Dtypes* d) {
   const std::vector<std::string> p = simdnorm_tools::split(s, '/');
   using simdnorm_tools::parse_dtype;
   return p.size() == 3 && parse_dtype(p[0], &d->x) &&
-         parse_dtype(p[1], &d->y) && parse_dtype(p[2], &d->w);
+         parse_dtype(p[1], &d->y) && parse_dtype(p[2], &d->param);
 }
 
 }  // namespace
-
-std::vector<Dtypes> combinations(const std::vector<simdnorm_dtype>& types,
-                                 bool need_f16) {
-  std::vector<Dtypes> out;
-  for (simdnorm_dtype x : types) {
-    for (simdnorm_dtype y : types) {
-      for (simdnorm_dtype w : types) {
-        const bool f16 =
-            x == SIMDNORM_F16 || y == SIMDNORM_F16 || w == SIMDNORM_F16;
-        if (!need_f16 || f16) out.push_back(Dtypes{x, y, w});
-      }
-    }
-  }
-  return out;
-}
 
 int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
                   Config* cfg, std::string* error) {
@@ -194,7 +179,7 @@ int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
   for (const Dtypes& d : cfg->dtypes) {
     const std::vector<Dtypes> all =
         d.x == SIMDNORM_I8
-            ? combinations({SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16})
+            ? DTypeCombinations({SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F16})
             : std::vector<Dtypes>{d};
     dtypes.insert(dtypes.end(), all.begin(), all.end());
   }

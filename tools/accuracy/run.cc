@@ -15,34 +15,34 @@ namespace simdnorm_accuracy {
 
 std::vector<std::string> Config::all_variants() const {
   std::vector<std::string> out;
-  for (const Plan& p : plans) out.push_back(p.variant.name());
-  return unique(out);
+  for (const Plan& p : plans) AddUnique(&out, p.variant.name());
+  return out;
 }
 
 std::vector<Dtypes> Config::all_dtypes(const std::string& variant) const {
   std::vector<Dtypes> out;
   for (const Plan& p : plans) {
-    if (variant.empty() || p.variant.name() == variant) {
-      out.insert(out.end(), p.dtypes.begin(), p.dtypes.end());
+    for (const Dtypes& d : p.dtypes) {
+      if (variant.empty() || p.variant.name() == variant) AddUnique(&out, d);
     }
   }
-  return unique(out);
+  return out;
 }
 
 std::vector<std::string> Config::all_families() const {
   std::vector<std::string> out;
   for (const Plan& p : plans) {
-    for (const Family& f : p.families) out.push_back(f.name);
+    for (const Family& f : p.families) AddUnique(&out, f.name);
   }
-  return unique(out);
+  return out;
 }
 
 std::vector<size_t> Config::all_cols() const {
   std::vector<size_t> out;
   for (const Plan& p : plans) {
-    out.insert(out.end(), p.cols.begin(), p.cols.end());
+    for (size_t c : p.cols) AddUnique(&out, c);
   }
-  return unique(out);
+  return out;
 }
 
 bool RunOutput::pass() const {
@@ -70,13 +70,10 @@ std::vector<std::pair<Dtypes, std::vector<simdnorm_dtype>>> pairs_of(
   std::vector<std::pair<Dtypes, std::vector<simdnorm_dtype>>> pairs;
   for (const Dtypes& d : plan.dtypes) {
     auto it = std::find_if(pairs.begin(), pairs.end(), [&](const auto& p) {
-      return p.first.x == d.x && p.first.w == d.w;
+      return p.first.x == d.x && p.first.param == d.param;
     });
     if (it == pairs.end()) it = pairs.insert(pairs.end(), {d, {}});
-    if (std::find(it->second.begin(), it->second.end(), d.y) ==
-        it->second.end()) {
-      it->second.push_back(d.y);
-    }
+    AddUnique(&it->second, d.y);
   }
   for (auto& p : pairs) std::sort(p.second.begin(), p.second.end());
   return pairs;
@@ -177,7 +174,7 @@ class Runner {
         fmt::print(stderr,
                    "\r[{:4}/{}] {:<9} {:<10} x={:<4} w={:<4} {:<22} cols {:<6}",
                    ++done_, total_, kind_name(kind), v.name(), dtype_name(xw.x),
-                   dtype_name(xw.w), fam.name, cols);
+                   dtype_name(xw.param), fam.name, cols);
         std::fflush(stderr);
       }
       const size_t rows = fam.gen == Gen::kUser ? cfg_.user_rows : cfg_.rows;
@@ -190,7 +187,7 @@ class Runner {
       }
       const Operand& xn = v.fused_add ? h : x;  // what gets normalized
       const Weights wt =
-          make_weights_for(xw.w, cols, cfg_.seed, v.gemma ? 1.0f : 0.0f);
+          make_weights_for(xw.param, cols, cfg_.seed, v.gemma ? 1.0f : 0.0f);
       const float* beta_f = with_beta ? wt.beta.f.data() : nullptr;
       const size_t group = v.quant_group ? v.quant_group : cols;
       const size_t groups = v.int8 ? rows * ((cols + group - 1) / group) : 0;
@@ -204,7 +201,7 @@ class Runner {
       d.cols = cols;
       d.x_type = xw.x;
       d.x = x.data();
-      d.param_type = xw.w;
+      d.param_type = xw.param;
       d.gamma = wt.gamma.data();
       d.beta = with_beta ? wt.beta.data() : nullptr;
       d.eps = eps;
@@ -230,7 +227,7 @@ class Runner {
       const simdnorm::Status rs =
           simdnorm::reference_f64(t, truth_.data(), xhat_.data());
       if (rs != simdnorm::Status::kOk) {
-        error(where("reference", {xw.x, SIMDNORM_F32, xw.w}, cols) +
+        error(where("reference", {xw.x, SIMDNORM_F32, xw.param}, cols) +
               ": reference_f64 returned " + simdnorm::to_string(rs));
         continue;
       }
@@ -252,7 +249,7 @@ class Runner {
 
       for (size_t yi = 0; yi < ys.size(); ++yi) {
         const simdnorm_dtype y = ys[yi];
-        const Dtypes dt{xw.x, y, xw.w};
+        const Dtypes dt{xw.x, y, xw.param};
         out_a_.point(&d, y, v);
         if (Is16(y)) {
           want_.resize(n);
@@ -303,7 +300,7 @@ class Runner {
     }
     // The rows of this family.
     for (size_t yi = 0; yi < ys.size(); ++yi) {
-      const Dtypes dt{xw.x, ys[yi], xw.w};
+      const Dtypes dt{xw.x, ys[yi], xw.param};
       auto add_row = [&](const std::string& isa, const std::string& method,
                          Accumulator* a, bool checked) {
         ResultRow& r = out_.rows.emplace_back();
@@ -333,7 +330,7 @@ class Runner {
   // The shortcuts run on the plain calls without f16 (f32 and bf16 y).
   bool with_shortcuts(const Variant& v, const Dtypes& dt) const {
     return cfg_.shortcuts && v.plain() && dt.x != SIMDNORM_F16 &&
-           dt.y != SIMDNORM_F16 && dt.w != SIMDNORM_F16;
+           dt.y != SIMDNORM_F16 && dt.param != SIMDNORM_F16;
   }
 
   // The textbook shortcuts on the plain call d's inputs, into sc[shortcut].

@@ -28,12 +28,6 @@ bool parse_dtype(const std::string& s, simdnorm_dtype* t) {
   return false;
 }
 
-float load_float(const void* p, simdnorm_dtype t, size_t i) {
-  if (t == SIMDNORM_F32) return static_cast<const float*>(p)[i];
-  if (t == SIMDNORM_I8) return static_cast<const int8_t*>(p)[i];
-  return half_to_float(t, static_cast<const uint16_t*>(p)[i]);
-}
-
 namespace {
 
 // The aliases and chart labels the tools have for some kinds.

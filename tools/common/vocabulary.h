@@ -7,6 +7,7 @@
 #ifndef SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 #define SIMDNORM_TOOLS_COMMON_VOCABULARY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,8 +32,6 @@ inline float half_to_float(simdnorm_dtype t, uint16_t b) {  // exact
   if (t == SIMDNORM_F16) return simdnorm::f16::from_bits(b).to_float();
   return simdnorm::bf16::from_bits(b).to_float();
 }
-// Element i of p, of type t, widened to float (exactly).
-float load_float(const void* p, simdnorm_dtype t, size_t i);
 // Whether element i of a and element j of b (type t) hold the same bits,
 // or NaN both.
 inline bool same_element(simdnorm_dtype t, const void* a, size_t i,
@@ -43,12 +42,7 @@ inline bool same_element(simdnorm_dtype t, const void* a, size_t i,
 }
 
 // The data types of x, y and the weights (gamma, beta) of one call.
-struct Dtypes {
-  simdnorm_dtype x = SIMDNORM_F32, y = SIMDNORM_F32, w = SIMDNORM_F32;
-  bool operator==(const Dtypes& o) const {
-    return x == o.x && y == o.y && w == o.w;
-  }
-};
+using Dtypes = simdnorm_test::DTypes;
 
 // The kinds of normalization are the library's registry (simdnorm_op_at):
 // every row kind in order (AllKinds; GroupNorm's descriptor is another),
@@ -65,6 +59,19 @@ const char* kind_label(simdnorm_kind k);
 bool parse_kind(const std::string& s, simdnorm_kind* k, bool lenient);
 std::string kind_names();  // "layernorm, rmsnorm or l2norm"
 std::string kind_list();   // "layernorm, rmsnorm, l2norm"
+
+// Appends v to *out unless it is there already.
+template <class T>
+void AddUnique(std::vector<T>* out, const T& v) {
+  if (std::find(out->begin(), out->end(), v) == out->end()) out->push_back(v);
+}
+// The values in their first order, repeats dropped.
+template <class T>
+std::vector<T> unique(const std::vector<T>& v) {
+  std::vector<T> out;
+  for (const T& e : v) AddUnique(&out, e);
+  return out;
+}
 
 // A whole decimal number, nothing around it.
 bool parse_size(const std::string& s, size_t* v);

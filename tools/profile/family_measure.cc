@@ -29,8 +29,8 @@ std::vector<FamilyResult> MeasureFamilies(
             x[i] = static_cast<float>(static_cast<int>(i * 37 % 101) - 50) / 29;
             dy[i] = static_cast<float>(static_cast<int>(i * 53 % 97) - 48) / 31;
           }
-          auto p =
-              std::make_shared<FamilyProblem>(op, s, dt.x, dt.y, dt.w, x, dy);
+          auto p = std::make_shared<FamilyProblem>(op, s, dt.x, dt.y, dt.param,
+                                                   x, dy);
           auto out = std::make_shared<FamilyOutput>();
           FamilyResult r{op.name,
                          simdnorm_peers::shape_name(op, s),

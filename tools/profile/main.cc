@@ -83,17 +83,25 @@ int Run(int argc, char** argv) {
                meta.machine.emulated);
   }
 
-  if (!o.ops.empty()) {  // --op: its own table (and JSON)
-    const std::vector<FamilyResult> results = MeasureFamilies(
-        o, [](const std::string& w) { fmt::print(stderr, "{}\n", w); });
+  // The header, a table and the wall time on stdout.
+  auto report = [&](const std::function<void()>& table) {
     meta.wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    if (!table) {
+      fmt::print(stderr, "simdnorm-profile: wall time {:.1f} s\n", meta.wall_s);
+      return;
+    }
     WriteHeader(stdout, meta);
     fmt::print("\n");
-    WriteFamilies(stdout, results);
+    table();
     fmt::print("\nwall time: {:.1f} s\n", meta.wall_s);
     std::fflush(stdout);
+  };
+  if (!o.ops.empty()) {  // --op: its own table (and JSON)
+    const std::vector<FamilyResult> results = MeasureFamilies(
+        o, [](const std::string& w) { fmt::print(stderr, "{}\n", w); });
+    report([&] { WriteFamilies(stdout, results); });
     return Write(o.json, [&](std::FILE* f) { WriteFamiliesJson(f, results); })
                ? 0
                : 1;
@@ -141,19 +149,8 @@ int Run(int argc, char** argv) {
     }));
   }
   if (tty) fmt::print(stderr, "\r\033[K");
-  meta.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-
-  if (o.table) {
-    WriteHeader(stdout, meta);
-    fmt::print("\n");
-    WriteTable(stdout, results);
-    fmt::print("\nwall time: {:.1f} s\n", meta.wall_s);
-    std::fflush(stdout);
-  } else {
-    fmt::print(stderr, "simdnorm-profile: wall time {:.1f} s\n", meta.wall_s);
-  }
+  report(o.table ? [&] { WriteTable(stdout, results); }
+                 : std::function<void()>());
   bool ok = Write(o.json, [&](std::FILE* f) { WriteJson(f, meta, results); });
   ok = Write(o.csv, [&](std::FILE* f) { WriteCsv(f, results); }) && ok;
   const std::string markdown = MarkdownSummary(meta, results);

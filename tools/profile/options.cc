@@ -39,7 +39,7 @@ bool ParseDtypes(const std::string& s, Dtypes* t) {
   using simdnorm_tools::parse_dtype;
   return p.size() <= 3 && parse_dtype(p[0], &t->x) &&
          parse_dtype(p.size() > 1 ? p[1] : p[0], &t->y) &&
-         parse_dtype(p.back(), &t->w);
+         parse_dtype(p.back(), &t->param);
 }
 
 // "X" or "X:Y", each a multiple of 4 below 64.
@@ -59,9 +59,9 @@ int Fail(const std::string& msg) {
 }  // namespace
 
 std::string DtypesName(const Dtypes& t) {
-  if (t.x == t.y && t.y == t.w) return dtype_name(t.x);
+  if (t.x == t.y && t.y == t.param) return dtype_name(t.x);
   return fmt::format("{}:{}:{}", dtype_name(t.x), dtype_name(t.y),
-                     dtype_name(t.w));
+                     dtype_name(t.param));
 }
 
 std::string OffsetName(const Offset& o) {

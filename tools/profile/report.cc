@@ -65,6 +65,16 @@ std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
   return rows;
 }
 
+// Every implementation's name, in order of first appearance.
+std::vector<std::string> ImplNames(const std::vector<ConfigResult>& results) {
+  std::vector<std::string> names;
+  for (const ConfigResult& c : results) {
+    for (const ImplResult& r : c.impls)
+      simdnorm_tools::AddUnique(&names, r.name);
+  }
+  return names;
+}
+
 std::string ThreadsName(size_t t) { return t == 0 ? "all" : std::to_string(t); }
 
 // v with `digits` decimals and a suffix ("1.25x"), "-" when not a number.
@@ -126,7 +136,7 @@ Json ResultsJson(const std::vector<ConfigResult>& results) {
         {"kind", kind_name(c.kind)},
         {"x_type", dtype_name(c.dtypes.x)},
         {"y_type", dtype_name(c.dtypes.y)},
-        {"param_type", dtype_name(c.dtypes.w)},
+        {"param_type", dtype_name(c.dtypes.param)},
         {"cols", c.cols},
         {"rows", c.rows},
         {"threads", c.threads},
@@ -246,10 +256,7 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
          (r.err_ulp < 0 ? "-" : Sig3(r.err_ulp)) + (r.err_ok ? "" : "!")});
     print(cells);
     fmt::print(f, "\n");
-    if (!r.note.empty() &&
-        std::find(notes.begin(), notes.end(), r.note) == notes.end()) {
-      notes.push_back(r.note);
-    }
+    if (!r.note.empty()) simdnorm_tools::AddUnique(&notes, r.note);
     if (!r.err_ok) {
       notes.push_back(fmt::format(
           "{} {}: output differs from the reference by {}{}{}", ConfigName(c),
@@ -313,15 +320,12 @@ void WriteCsv(std::FILE* f, const std::vector<ConfigResult>& results) {
 void WriteSvg(std::FILE* f, const Meta& m,
               const std::vector<ConfigResult>& results) {
   using simdnorm_tools::XmlEscape;
-  // Series: every implementation name, in order of first appearance; each
-  // keeps its slot in every group so colors and positions line up.
-  std::vector<std::string> series;
+  // Series: every implementation; each keeps its slot in every group so
+  // colors and positions line up.
+  const std::vector<std::string> series = ImplNames(results);
   double max_gbps = 0.0;
   const std::vector<Row> rows = Rows(results);
   for (const Row& row : rows) {
-    if (std::find(series.begin(), series.end(), row.r->name) == series.end()) {
-      series.push_back(row.r->name);
-    }
     if (std::isfinite(row.gbps)) max_gbps = std::max(max_gbps, row.gbps);
   }
   // A round axis maximum: 1, 2, 2.5 or 5 times a power of ten per tick.
@@ -435,14 +439,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
 
 std::string MarkdownSummary(const Meta& m,
                             const std::vector<ConfigResult>& results) {
-  std::vector<std::string> impls;
-  for (const ConfigResult& c : results) {
-    for (const ImplResult& r : c.impls) {
-      if (std::find(impls.begin(), impls.end(), r.name) == impls.end()) {
-        impls.push_back(r.name);
-      }
-    }
-  }
+  const std::vector<std::string> impls = ImplNames(results);
   const std::vector<std::string>& isas = m.options.isas;
   const std::string first = isas.empty() ? "" : isas.front();
   const Machine& mc = m.machine;
