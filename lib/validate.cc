@@ -412,11 +412,17 @@ simdnorm_status CheckChannelFields(const Desc& d, bool more_ok) {
   return SIMDNORM_OK;
 }
 
+// The bytes of a channel descriptor's x, y and weights (those absent:
+// empty spans, which overlap nothing).
+struct ChannelSpans {
+  Span x, y, gamma, beta;
+};
+
 // With n > 0: the pointers, shape and overlaps of x, y and the weights of
-// a channel descriptor (one span of n * c * hw elements); *y_span is y's.
+// a channel descriptor (one span of n * c * hw elements), *spans theirs.
 template <class Desc>
 simdnorm_status CheckChannelTensors(const Desc& d, size_t groups,
-                                    Span* y_span) {
+                                    ChannelSpans* spans) {
   if (d.x == nullptr || d.y == nullptr) return SIMDNORM_INVALID_ARGUMENT;
   const size_t c = d.c, hw = d.hw;
   if (c == 0 || hw == 0 || groups == 0 || c % groups != 0) {
@@ -429,14 +435,17 @@ simdnorm_status CheckChannelTensors(const Desc& d, size_t groups,
   }
   const size_t x_elem = ElementSize(d.x_type), y_elem = ElementSize(d.y_type);
   const size_t p_elem = ElementSize(d.param_type);
-  Span x, gamma{}, beta{};
+  Span& x = spans->x;
+  Span& y = spans->y;
+  Span& gamma = spans->gamma;
+  Span& beta = spans->beta;
+  gamma = beta = Span{0, 0};
   if (!RowsSpan(d.x, 1, total, total, x_elem, &x) ||
-      !RowsSpan(d.y, 1, total, total, y_elem, y_span) ||
+      !RowsSpan(d.y, 1, total, total, y_elem, &y) ||
       (d.gamma && !RowsSpan(d.gamma, 1, c, c, p_elem, &gamma)) ||
       (d.beta && !RowsSpan(d.beta, 1, c, c, p_elem, &beta))) {
     return SIMDNORM_INVALID_SHAPE;
   }
-  const Span y = *y_span;
   const bool y_is_x = d.y == d.x && y_elem == x_elem;
   if ((!y_is_x && Overlaps(y, x)) || (d.gamma && Overlaps(y, gamma)) ||
       (d.beta && Overlaps(y, beta))) {
@@ -473,9 +482,26 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   if (s != SIMDNORM_OK) return s;
   p->n = d->n;
   if (d->n == 0) return SIMDNORM_OK;
-  Span y;
-  s = CheckChannelTensors(*d, d->groups, &y);
+  ChannelSpans sp;
+  s = CheckChannelTensors(*d, d->groups, &sp);
   if (s != SIMDNORM_OK) return s;
+  // The saved statistics (n * groups floats each, groups <= c: no overflow
+  // of the count) against every other buffer and each other.
+  const size_t units = d->n * d->groups;
+  Span mean{}, rstd{};
+  if ((d->mean_out &&
+       !RowsSpan(d->mean_out, 1, units, units, sizeof(float), &mean)) ||
+      (d->rstd_out &&
+       !RowsSpan(d->rstd_out, 1, units, units, sizeof(float), &rstd))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  for (const Span& out : {mean, rstd}) {
+    if (Overlaps(out, sp.x) || Overlaps(out, sp.y) || Overlaps(out, sp.gamma) ||
+        Overlaps(out, sp.beta)) {
+      return SIMDNORM_OVERLAP;
+    }
+  }
+  if (Overlaps(mean, rstd)) return SIMDNORM_OVERLAP;
 
   GroupArgs& a = p->args;
   a.c = d->c;
@@ -488,6 +514,8 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   a.beta = nullptr;
   a.eps = d->eps;
   a.correct_rounding = (d->flags & SIMDNORM_FAST_ROUNDING) == 0;
+  a.mean_out = d->mean_out;
+  a.rstd_out = d->rstd_out;
   SetChannelOperands(*d, p);
   return SIMDNORM_OK;
 }
@@ -589,20 +617,12 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   }
   p->args.n = d->n;
   if (d->n == 0) return SIMDNORM_OK;
-  Span y;
-  s = CheckChannelTensors(*d, 1, &y);
+  ChannelSpans sp;
+  s = CheckChannelTensors(*d, 1, &sp);
   if (s != SIMDNORM_OK) return s;
   if (training && d->n * d->hw == 1) return SIMDNORM_INVALID_SHAPE;
   const size_t c = d->c;
-  const size_t x_elem = ElementSize(d->x_type);
-  const size_t p_elem = ElementSize(d->param_type);
-  const size_t total = d->n * c * d->hw;
-  const uintptr_t xb = reinterpret_cast<uintptr_t>(d->x);
-  const uintptr_t gb = reinterpret_cast<uintptr_t>(d->gamma);
-  const uintptr_t bb = reinterpret_cast<uintptr_t>(d->beta);
-  const Span x{xb, xb + total * x_elem};
-  const Span gamma = d->gamma ? Span{gb, gb + c * p_elem} : Span{0, 0};
-  const Span beta = d->beta ? Span{bb, bb + c * p_elem} : Span{0, 0};
+  const Span y = sp.y;
   const Span rm = FloatsSpan(d->running_mean, c);
   const Span rv = FloatsSpan(d->running_var, c);
   const Span sm = FloatsSpan(training ? d->save_mean : nullptr, c);
@@ -614,7 +634,7 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   // y against everything else; in training, each per-channel output
   // against every other operand. Empty spans overlap nothing.
   const Span outs[] = {rm, rv, sm, si};
-  const Span ins[] = {x, gamma, beta};
+  const Span ins[] = {sp.x, sp.gamma, sp.beta};
   for (size_t i = 0; i < 4; ++i) {
     if (Overlaps(y, outs[i])) return SIMDNORM_OVERLAP;
     if (!training) continue;

@@ -159,10 +159,10 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
     return reference ? simdnorm_backward_reference(&d) : simdnorm_backward(&d);
   }
   if (!op.batch() && !op.backward) {
-    simdnorm_group_desc d{s.n,      s.c,          s.hw,        s.groups,
-                          s.layout, x.data(),     x.type,      o->out.data(),
-                          out_type, gamma.data(), beta.data(), w_type,
-                          eps,      threads,      fast};
+    simdnorm_group_desc d{
+        s.n,    s.c,           s.hw,     s.groups,     s.layout,    x.data(),
+        x.type, o->out.data(), out_type, gamma.data(), beta.data(), w_type,
+        eps,    threads,       fast,     nullptr,      nullptr};
     return reference ? simdnorm_group_norm_reference(&d)
                      : simdnorm_group_norm(&d);
   }

@@ -349,7 +349,8 @@ static inline simdnorm_status simdnorm_backward_reference(
  * 0, is the default quiet NaN throughout; other groups are not affected.
  *
  * Aliasing: y may be exactly x (same pointer and element size): in place.
- * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP.
+ * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP, and so
+ * is any overlap of mean_out or rstd_out (below) with another buffer.
  *
  * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
  * flags (INVALID_ARGUMENT); then, when n > 0, NULL x or y (INVALID_ARGUMENT),
@@ -383,6 +384,18 @@ typedef struct simdnorm_group_desc {
   float eps;          /* >= 0 and finite */
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
   unsigned flags;     /* 0 or SIMDNORM_FAST_ROUNDING */
+  /* Saved statistics for a later simdnorm_group_norm_backward (training),
+   * as torch's native_group_norm returns them: n * groups floats each,
+   * [sample][group] (index i * groups + g), dense, NULL = not wanted,
+   * overwritten; either may come alone. mean_out: the group's mean;
+   * rstd_out: 1 / sqrt(var + eps). Each is the kernel's float64 statistic
+   * rounded once to fp32 (the same with SIMDNORM_FAST_ROUNDING or not, up
+   * to the statistics' own error): within 2^-23 relative, not the same
+   * bits on every ISA; both NaN for a group holding an inf or NaN, rstd
+   * inf where var + eps = 0. Asking for them changes no bit of y. They
+   * overlap nothing else (SIMDNORM_OVERLAP). */
+  float* mean_out;
+  float* rstd_out;
 } simdnorm_group_desc;
 
 /* The smallest group descriptor a caller may pass: that of 0.4. */

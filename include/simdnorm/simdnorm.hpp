@@ -500,6 +500,8 @@ simdnorm_group_desc make_group_desc(
   d.eps = opt.eps;
   d.max_threads = opt.max_threads;
   d.flags = opt.fast_rounding ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u;
+  d.mean_out = opt.stats.mean;
+  d.rstd_out = opt.stats.rstd;
   return d;
 }
 

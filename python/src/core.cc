@@ -433,7 +433,8 @@ PYBIND11_MODULE(_core, m) {
       "group_norm",
       [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
          uintptr_t y, unsigned types, uintptr_t gamma, uintptr_t beta,
-         float eps, unsigned flags, size_t max_threads) {
+         float eps, unsigned flags, size_t max_threads, uintptr_t mean_out,
+         uintptr_t rstd_out) {
         // In the field order of simdnorm_group_desc (which only grows at
         // its end).
         const simdnorm_group_desc d{n,
@@ -450,13 +451,20 @@ PYBIND11_MODULE(_core, m) {
                                     TypeAt(types, 2),
                                     eps,
                                     max_threads,
-                                    flags};
+                                    flags,
+                                    Ptr<float>(mean_out),
+                                    Ptr<float>(rstd_out)};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_group_norm(&d));
       },
+      py::arg("n"), py::arg("c"), py::arg("hw"), py::arg("groups"),
+      py::arg("layout"), py::arg("x"), py::arg("y"), py::arg("types"),
+      py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("flags"),
+      py::arg("max_threads"), py::arg("mean_out") = 0, py::arg("rstd_out") = 0,
       "simdnorm_group_norm on one descriptor (n, c, hw, groups, layout, x, "
       "y, types = x | y << 4 | param << 8, gamma, beta, eps, flags, "
-      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+      "max_threads[, mean_out, rstd_out: n * groups float32 each, the saved "
+      "statistics]; addresses as integers, 0 = NULL); returns the status.");
 
   m.def(
       "group_norm_backward",
