@@ -549,7 +549,8 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
   if (types != SIMDNORM_OK) return types;
   const int layout = e.layout, param_type = e.param_type;
   const int x_type = e.x_type, dy_type = e.dy_type, dx_type = e.dx_type;
-  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0) {
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
+      (d->mean == nullptr) != (d->rstd == nullptr)) {  // saved: both or none
     return SIMDNORM_INVALID_ARGUMENT;
   }
   const size_t n = d->n, c = d->c, hw = d->hw, groups = d->groups;
@@ -572,7 +573,11 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
        (!RowsSpan(d->x, 1, total, total, x_elem, &sp.x) ||
         !RowsSpan(d->dy, 1, total, total, dy_elem, &sp.dy) ||
         !RowsSpan(d->dx, 1, total, total, dx_elem, &sp.dx) ||
-        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)))) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)) ||
+        (d->mean && !RowsSpan(d->mean, 1, n * groups, n * groups, sizeof(float),
+                              &sp.mean)) ||
+        (d->rstd && !RowsSpan(d->rstd, 1, n * groups, n * groups, sizeof(float),
+                              &sp.rstd)))) ||
       (d->dgamma && !RowsSpan(d->dgamma, 1, c, c, sizeof(float), &sp.dgamma)) ||
       (d->dbeta && !RowsSpan(d->dbeta, 1, c, c, sizeof(float), &sp.dbeta))) {
     return SIMDNORM_INVALID_SHAPE;
@@ -592,6 +597,8 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
   a.dx_type = dx_type;
   a.gamma = nullptr;
   a.dgamma_part = a.dbeta_part = nullptr;
+  a.mean = n > 0 ? d->mean : nullptr;
+  a.rstd = n > 0 ? d->rstd : nullptr;
   p->n = n;
   p->layout = layout;
   p->x_type = x_type;
@@ -682,7 +689,8 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
   const bool training = d->training != 0;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
       (!training &&
-       (d->running_mean == nullptr || d->running_var == nullptr))) {
+       (d->running_mean == nullptr || d->running_var == nullptr)) ||
+      (training && (d->save_mean == nullptr) != (d->save_invstd == nullptr))) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   const size_t c = d->c, hw = d->hw;
@@ -723,12 +731,20 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
       (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &gamma))) {
     return SIMDNORM_INVALID_SHAPE;
   }
+  // The per-channel inputs: running statistics in inference, the saved
+  // ones in training (each mode ignores the other's).
   const Span rm = FloatsSpan(training ? nullptr : d->running_mean, c);
   const Span rv = FloatsSpan(training ? nullptr : d->running_var, c);
+  const Span sm = FloatsSpan(training ? d->save_mean : nullptr, c);
+  const Span si = FloatsSpan(training ? d->save_invstd : nullptr, c);
+  if ((training && d->save_mean && !sums_fit) || sm.end < sm.begin ||
+      si.end < si.begin) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
   // Each output against every other buffer; the one exception is dx == dy
   // exactly. Empty spans overlap nothing.
   const bool dx_is_dy = d->dx == d->dy && dx_elem == dy_elem;
-  const Span ins[] = {x, gamma, rm, rv};
+  const Span ins[] = {x, gamma, rm, rv, sm, si};
   const Span outs[] = {dx, dgamma, dbeta};
   for (size_t i = 0; i < 3; ++i) {
     for (const Span& in : ins) {
@@ -749,6 +765,8 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
   a.gamma = nullptr;
   a.running_mean = training ? nullptr : d->running_mean;
   a.running_var = training ? nullptr : d->running_var;
+  a.save_mean = training ? d->save_mean : nullptr;
+  a.save_invstd = training ? d->save_invstd : nullptr;
   a.eps = d->eps;
   a.training = training;
   p->layout = layout;
