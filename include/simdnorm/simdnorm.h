@@ -389,11 +389,12 @@ typedef struct simdnorm_group_desc {
    * [sample][group] (index i * groups + g), dense, NULL = not wanted,
    * overwritten; either may come alone. mean_out: the group's mean;
    * rstd_out: 1 / sqrt(var + eps). Each is the kernel's float64 statistic
-   * rounded once to fp32 (the same with SIMDNORM_FAST_ROUNDING or not, up
-   * to the statistics' own error): within 2^-23 relative, not the same
-   * bits on every ISA; both NaN for a group holding an inf or NaN, rstd
-   * inf where var + eps = 0. Asking for them changes no bit of y. They
-   * overlap nothing else (SIMDNORM_OVERLAP). */
+   * rounded once to fp32: within 2^-20 of the reference's (rstd relative,
+   * the mean relative to |mean| + the group's standard deviation;
+   * docs/accuracy.md), not the same bits on every ISA nor with and without
+   * SIMDNORM_FAST_ROUNDING; both NaN for a group holding an inf or NaN,
+   * rstd inf where var + eps = 0. Asking for them changes no bit of y.
+   * They overlap nothing else (SIMDNORM_OVERLAP). */
   float* mean_out;
   float* rstd_out;
 } simdnorm_group_desc;
