@@ -9,8 +9,11 @@
 // dgamma themselves. Each channel, in three passes over its elements:
 // 1. training: the forward's statistics of the channel (ChannelScaleNchw,
 //    NhwcStats), so that xhat = (x * s - m) * mul + add is bit for bit the
-//    forward's, and r = 1 / sqrt(var + eps) in double; inference: the
-//    forward's InferenceScale (xhat = (x - rm) * r);
+//    forward's, and r = 1 / sqrt(var + eps) in double; or, for a channel
+//    whose saved statistics (save_mean, save_invstd) come with the call,
+//    none: pass 2 also sums d = x - mean, and xhat = (d - c) * rstd, c =
+//    mean(d), r = rstd (saved_stats-inl.h); inference: the forward's
+//    InferenceScale (xhat = (x - rm) * r);
 // 2. S1 = sum(dy) and S2 = sum(dy * xhat) in fp32 blocks added in double
 //    (NCHW: each row of hw by the row backward's GradSums, blocks of 32
 //    vectors; NHWC: per channel lane, blocks of 32 positions), skipped in
@@ -51,6 +54,7 @@
 #include "lib/backward_rows-inl.h"
 #include "lib/batch_backward.h"
 #include "lib/batch_rows-inl.h"
+#include "lib/saved_stats-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
@@ -222,12 +226,17 @@ HWY_NOINLINE void BatchBackwardNchwF32(const internal::BatchBackwardArgs& a,
   row.scale_const = 1.0f;
   const bool sums = a.training || a.dgamma != nullptr || a.dbeta != nullptr;
   HWY_ALIGN float buf[kDirect ? 1 : kGradChunk];
+  const double m = static_cast<double>(a.n) * static_cast<double>(a.hw);
   for (size_t ch = begin; ch < end; ++ch) {
     const TX* x = static_cast<const TX*>(a.x) + ch * a.hw;
     const TDY* dy = static_cast<const TDY*>(a.dy) + ch * a.hw;
-    const RowScale k = StatsNchw(df, a, x, ch);
-    const double r = ChannelR(a, ch, k);
-    double s1 = 0.0, s2 = 0.0;
+    // Training on saved statistics (a channel of usable ones): no
+    // statistics pass; pass 2 sums d = x - mean too.
+    const bool saved = a.save_invstd != nullptr &&
+                       UsableSaved(a.save_mean[ch], a.save_invstd[ch]);
+    RowScale k = saved ? DiffScale(a.save_mean[ch]) : StatsNchw(df, a, x, ch);
+    double r = saved ? 0.0 : ChannelR(a, ch, k);
+    double s1 = 0.0, s2 = 0.0, s3 = 0.0;
     if (!a.training) {
       const GradRow g = ChannelGrad(a, ch, k, r, 0.0, 0.0);
       if (HWY_LIKELY(!g.nan)) {
@@ -243,11 +252,24 @@ HWY_NOINLINE void BatchBackwardNchwF32(const internal::BatchBackwardArgs& a,
       }
     }
     for (size_t i = 0; sums && i < a.n; ++i) {
-      double r1, r2;
-      GradSums(df, x + i * rs, dy + i * rs, row.scale, row.scale_const, a.hw, k,
-               r1, r2);
+      double r1, r2, r3 = 0.0;
+      if (saved) {
+        GradSums<true>(df, x + i * rs, dy + i * rs, row.scale, row.scale_const,
+                       a.hw, k, r1, r2, r3);
+      } else {
+        GradSums(df, x + i * rs, dy + i * rs, row.scale, row.scale_const, a.hw,
+                 k, r1, r2);
+      }
       s1 += r1;
       s2 += r2;
+      s3 += r3;
+    }
+    if (saved) {  // xhat = (d - c) * rstd (saved_stats-inl.h)
+      const SavedSet set =
+          SavedSetOf(a.save_mean[ch], a.save_invstd[ch], s3, m);
+      k = set.k;
+      r = set.r;
+      s2 = SavedXhatSum(set, s1, s2);
     }
     const GradRow g = ChannelGrad(a, ch, k, r, s1, s2);
     SetChannelSums(a, ch, g.nan, s1, s2);
@@ -315,17 +337,19 @@ HWY_NOINLINE void StatsNhwc(DF df, const internal::BatchBackwardArgs& a,
 }
 
 // NHWC: for each channel j < cb of `rows` positions `stride` elements
-// apart, S1 = sum(dy) and S2 = sum(dy * xhat), in fp32 over blocks of 32
+// apart, S1 = sum(dy) and S2 = sum(dy * xhat) (kSum3: and S3 = sum(xhat),
+// d for the channels of saved statistics), in fp32 over blocks of 32
 // positions (in position order per lane) added in double.
-template <class DF, typename TX, typename TDY>
+template <bool kSum3, class DF, typename TX, typename TDY>
 HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
                                   size_t stride, size_t rows, size_t cb,
-                                  const GradChannels& t, double* s1,
-                                  double* s2) {
+                                  const GradChannels& t, double* s1, double* s2,
+                                  double* s3) {
   const size_t N = hn::Lanes(df);
-  float acc1[kGradLanes], acc2[kGradLanes];
+  float acc1[kGradLanes], acc2[kGradLanes], acc3[kSum3 ? kGradLanes : 1];
   std::fill(s1, s1 + cb, 0.0);
   std::fill(s2, s2 + cb, 0.0);
+  if constexpr (kSum3) std::fill(s3, s3 + cb, 0.0);
   for (size_t p0 = 0; p0 < rows; p0 += 32) {
     const size_t p1 = rows - p0 > 32 ? p0 + 32 : rows;
     for (size_t j = 0; j < cb; j += N) {
@@ -333,7 +357,7 @@ HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
       const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.m + j);
       const auto mul = hn::LoadU(df, t.mul + j);
       const auto add = hn::LoadU(df, t.add + j);
-      auto sum1 = hn::Zero(df), sum2 = hn::Zero(df);
+      auto sum1 = hn::Zero(df), sum2 = hn::Zero(df), sum3 = hn::Zero(df);
       for (size_t p = p0; p < p1; ++p) {
         const TX* xp = x + p * stride + j;
         const TDY* dp = dy + p * stride + j;
@@ -343,15 +367,19 @@ HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
         }
         const auto xv = count == N ? LoadF(df, xp) : LoadTailF(df, xp, count);
         const auto dv = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
+        const auto xhat = XhatOf(xv, s, m, mul, add);
         sum1 = hn::Add(sum1, dv);
-        sum2 = hn::MulAdd(dv, XhatOf(xv, s, m, mul, add), sum2);
+        sum2 = hn::MulAdd(dv, xhat, sum2);
+        if constexpr (kSum3) sum3 = hn::Add(sum3, xhat);
       }
       hn::StoreU(sum1, df, acc1 + j);
       hn::StoreU(sum2, df, acc2 + j);
+      if constexpr (kSum3) hn::StoreU(sum3, df, acc3 + j);
     }
     for (size_t j = 0; j < cb; ++j) {
       s1[j] += acc1[j];
       s2[j] += acc2[j];
+      if constexpr (kSum3) s3[j] += acc3[j];
     }
   }
 }
@@ -445,18 +473,28 @@ HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
   constexpr size_t kBlock = internal::kBatchGradBlock;
   const hn::ScalableTag<float> df;
   const size_t rows = a.n * a.hw;
+  const double m = static_cast<double>(rows);
   const bool sums = a.training || a.dgamma != nullptr || a.dbeta != nullptr;
   // The forward's statistics scratch (training only).
   std::unique_ptr<ChannelScratch> scratch(
       a.training ? new ChannelScratch(kBlock, hn::Lanes(df)) : nullptr);
   GradChannels t;
   RowScale k[kBlock];
-  double s1[kBlock] = {}, s2[kBlock] = {};
+  double s1[kBlock] = {}, s2[kBlock] = {}, s3[kBlock] = {};
+  bool saved[kBlock] = {};  // training: the channel's saved statistics used
   for (size_t u = begin; u < end; ++u) {
     const size_t c0 = u * kBlock, cb = std::min(kBlock, a.c - c0);
     const TX* x = static_cast<const TX*>(a.x) + c0;
     const TDY* dy = static_cast<const TDY*>(a.dy) + c0;
-    StatsNhwc(df, a, x, c0, cb, scratch.get(), k);
+    size_t kept = 0;
+    for (size_t j = 0; a.save_invstd != nullptr && j < cb; ++j) {
+      saved[j] = UsableSaved(a.save_mean[c0 + j], a.save_invstd[c0 + j]);
+      kept += saved[j];
+    }
+    if (kept < cb) StatsNhwc(df, a, x, c0, cb, scratch.get(), k);
+    for (size_t j = 0; kept > 0 && j < cb; ++j) {
+      if (saved[j]) k[j] = DiffScale(a.save_mean[c0 + j]);
+    }
     for (size_t j = 0; j < kGradLanes; ++j) {
       const bool in = j < cb;
       t.s[j] = in ? k[j].s : 0.0f;
@@ -464,11 +502,26 @@ HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
       t.mul[j] = in ? k[j].mul : 0.0f;
       t.add[j] = in ? k[j].add : 0.0f;
     }
-    if (a.training) ChannelGradSums(df, x, dy, a.c, rows, cb, t, s1, s2);
+    if (a.training && kept > 0) {
+      ChannelGradSums<true>(df, x, dy, a.c, rows, cb, t, s1, s2, s3);
+    } else if (a.training) {
+      ChannelGradSums<false>(df, x, dy, a.c, rows, cb, t, s1, s2, s3);
+    }
     GradRow g[kBlock];
     for (size_t j = 0; j < cb; ++j) {
-      g[j] =
-          ChannelGrad(a, c0 + j, k[j], ChannelR(a, c0 + j, k[j]), s1[j], s2[j]);
+      double r;
+      if (kept > 0 && saved[j]) {  // xhat = (d - c) rstd (saved_stats-inl.h)
+        const SavedSet set =
+            SavedSetOf(a.save_mean[c0 + j], a.save_invstd[c0 + j], s3[j], m);
+        k[j] = set.k;
+        t.mul[j] = set.k.mul;
+        t.add[j] = set.k.add;
+        r = set.r;
+        s2[j] = SavedXhatSum(set, s1[j], s2[j]);
+      } else {
+        r = ChannelR(a, c0 + j, k[j]);
+      }
+      g[j] = ChannelGrad(a, c0 + j, k[j], r, s1[j], s2[j]);
       t.a[j] = g[j].a;
       t.c[j] = g[j].c;
       t.rf[j] = g[j].rf;

@@ -26,6 +26,10 @@ struct BatchBackwardArgs {
   // Inference: the running statistics the forward normalized by.
   const float* running_mean;
   const float* running_var;
+  // Training: the forward's saved statistics (save_mean, save_invstd of
+  // simdnorm_batch_backward_desc), c floats each, or null (both).
+  const float* save_mean = nullptr;
+  const float* save_invstd = nullptr;
   float eps;
   bool training;
   // c floats each or null: each channel's sum(dy * xhat) and sum(dy),

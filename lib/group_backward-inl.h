@@ -3,10 +3,13 @@
 // and the row backward's pieces (backward_rows-inl.h).
 //
 // A (sample, group) is a LayerNorm row whose scale is constant per
-// channel, so each unit takes three passes:
+// channel, so each unit takes three passes (two for a group whose saved
+// statistics come with the call: saved_stats-inl.h):
 // 1. the forward's statistics: NCHW Scale<true> over the group's
 //    contiguous cg * hw elements, NHWC NhwcStats over the sample, exactly
-//    as the forward computes them (xhat = (x * s - m) * mul + add);
+//    as the forward computes them (xhat = (x * s - m) * mul + add); with
+//    saved statistics none: pass 2 sums d = x - mean and D = sum(d) too,
+//    and xhat = (d - c) * rstd, c = D / m, follows from them;
 // 2. per channel, A = sum(dy) and B = sum(dy * xhat) over its positions
 //    (fp32 partial sums of at most 32 vectors (NCHW) or 32 positions
 //    (NHWC) added in double). These are the channel's terms of dbeta and
@@ -42,6 +45,7 @@
 #include "lib/convert-inl.h"
 #include "lib/group_backward.h"
 #include "lib/group_rows-inl.h"
+#include "lib/saved_stats-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
@@ -137,15 +141,20 @@ inline GradRow GroupGradRow(const RowScale& k, double sum1, double sum2,
                             size_t m, float eps) {
   const internal::Op& op = internal::kOps[SIMDNORM_LAYERNORM];
   const double md = static_cast<double>(m), e = static_cast<double>(eps);
-  const double r = 1.0 / op.denominator(k.second, md, e);
   GradRow row;
   row.k = k;
-  row.a = static_cast<float>(sum1 / md);
-  row.c = static_cast<float>(op.sum_weight(k.second, md, e) * sum2);
-  SplitMultiplier(r, row.rf, row.p2);
-  row.nan = NaNRow(k) || !std::isfinite(r) || !std::isfinite(sum1) ||
-            !std::isfinite(sum2) || !std::isfinite(row.a) ||
-            !std::isfinite(row.c);
+  FinishGradRow(true, md, sum1, sum2, 1.0 / op.denominator(k.second, md, e),
+                op.sum_weight(k.second, md, e), row);
+  return row;
+}
+
+// The same from a group's saved statistics (set: xhat's constants and r).
+inline GradRow SavedGroupGradRow(const SavedSet& set, double sum1, double sum2,
+                                 size_t m) {
+  const double md = static_cast<double>(m);
+  GradRow row;
+  row.k = set.k;
+  FinishGradRow(true, md, sum1, sum2, set.r, 1.0 / md, row);
   return row;
 }
 
@@ -160,46 +169,77 @@ inline void SetPartials(const internal::GroupBackwardArgs& a, size_t index,
 
 // NCHW pass 2 over a chunk: nch channels hw elements apart, len of each
 // (whole channels, or a part of one): per channel, the sums of dy and dy *
-// xhat as GradSums makes them (blocks of 32 vectors, two chains, each
-// block's sums added in double), added to s1[ch] and s2[ch]. All of a
-// chunk's channels in one call: GroupNorm's channels are often short (8x8:
-// 4 vectors), and a call per channel cost more than its arithmetic.
-template <class DF, typename TX>
+// xhat (kSum3: and of xhat, which is d there) as GradSums makes them
+// (blocks of 32 vectors, two chains, each block's sums added in double),
+// added to s1[ch], s2[ch] (and s3[ch]). All of a chunk's channels in one
+// call: GroupNorm's channels are often short (8x8: 4 vectors), and a call
+// per channel cost more than its arithmetic.
+template <bool kSum3, class DF, typename TX>
 HWY_NOINLINE void ChunkGradSums(DF df, const TX* x, const float* dy, size_t nch,
                                 size_t len, size_t hw, const RowScale& k,
-                                double* s1, double* s2) {
+                                double* s1, double* s2, double* s3) {
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
   const auto mul = hn::Set(df, k.mul), add = hn::Set(df, k.add);
   for (size_t ch = 0; ch < nch; ++ch) {
     const TX* xc = x + ch * hw;
     const float* dc = dy + ch * hw;
-    double r1 = 0.0, r2 = 0.0;
+    double r1 = 0.0, r2 = 0.0, r3 = 0.0;
     for (size_t i = 0; i < len;) {
       auto a1 = hn::Zero(df), b1 = hn::Zero(df);
       auto a2 = hn::Zero(df), b2 = hn::Zero(df);
+      auto a3 = hn::Zero(df), b3 = hn::Zero(df);
       const size_t end = len - i > 32 * N ? i + 32 * N : len;
       for (; i + 2 * N <= end; i += 2 * N) {
-        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul, add,
-                              a1, a2);
-        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i + N, 0, s, m, mul,
-                              add, b1, b2);
+        GradSumsAt<kSum3, At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul,
+                                     add, a1, a2, a3);
+        GradSumsAt<kSum3, At::kFull>(df, xc, dc, nullptr, 1.0f, i + N, 0, s, m,
+                                     mul, add, b1, b2, b3);
       }
       if (i + N <= end) {
-        GradSumsAt<At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul, add,
-                              a1, a2);
+        GradSumsAt<kSum3, At::kFull>(df, xc, dc, nullptr, 1.0f, i, 0, s, m, mul,
+                                     add, a1, a2, a3);
         i += N;
       }
       if (i < end) {
-        GradSumsAt<At::kTail>(df, xc, dc, nullptr, 1.0f, i, end - i, s, m, mul,
-                              add, b1, b2);
+        GradSumsAt<kSum3, At::kTail>(df, xc, dc, nullptr, 1.0f, i, end - i, s,
+                                     m, mul, add, b1, b2, b3);
         i = end;
       }
       r1 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a1, b1)));
       r2 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, b2)));
+      if constexpr (kSum3) {
+        r3 += hn::GetLane(hn::SumOfLanes(df, hn::Add(a3, b3)));
+      }
     }
     s1[ch] += r1;
     s2[ch] += r2;
+    if constexpr (kSum3) s3[ch] += r3;
+  }
+}
+
+// NCHW pass 2 of a group (x, and dy from element base on): per channel,
+// A = sum(dy), B = sum(dy * xhat) and, kSum3, D = sum(xhat) (cg doubles
+// each: sa, sb, sd), in chunks (see GroupBackwardNchw).
+template <bool kSum3, class DF, typename TX>
+HWY_INLINE void GroupChannelSums(DF df, const internal::GroupBackwardArgs& a,
+                                 const TX* x, size_t base, const RowScale& k,
+                                 double* sa, double* sb, double* sd,
+                                 float* dy_buf) {
+  const size_t cg = a.stats.cg, hw = a.stats.hw;
+  const size_t per = hw < kGradChunk ? kGradChunk / hw : 1;
+  const size_t clen = std::min(hw, kGradChunk);
+  std::fill(sa, sa + cg, 0.0);
+  std::fill(sb, sb + cg, 0.0);
+  if constexpr (kSum3) std::fill(sd, sd + cg, 0.0);
+  for (size_t ch = 0; ch < cg; ch += per) {
+    const size_t nch = std::min(per, cg - ch);
+    for (size_t p = 0; p < hw; p += clen) {
+      const size_t len = std::min(clen, hw - p), at = ch * hw + p;
+      const float* dy = DyChunk(a, base + at, (nch - 1) * hw + len, dy_buf);
+      ChunkGradSums<kSum3>(df, x + at, dy, nch, len, hw, k, sa + ch, sb + ch,
+                           kSum3 ? sd + ch : nullptr);
+    }
   }
 }
 
@@ -244,33 +284,41 @@ HWY_NOINLINE void GroupBackwardNchw(const internal::GroupBackwardArgs& a,
   // elements of one.
   const size_t per = hw < kGradChunk ? kGradChunk / hw : 1;
   const size_t clen = std::min(hw, kGradChunk);
-  double cs1[kGradChunk], cs2[kGradChunk];  // a chunk's channels' sums
+  // A group's per-channel sums: sa = A = sum(dy), sb = B = sum(dy * xhat),
+  // sd (saved statistics only) = sum(d).
+  std::unique_ptr<double[]> sums(new double[(a.rstd ? 3 : 2) * cg]);
+  double* sa = sums.get();
+  double* sb = sa + cg;
+  double* sd = a.rstd ? sb + cg : nullptr;
   for (size_t u = begin; u < end; ++u) {
     const TX* x = static_cast<const TX*>(st.x) + u * m;
     const size_t base = u * m;  // of the group's elements, in x, dy and dx
     const size_t c0 = u % st.groups * cg;
     const size_t part0 = u / st.groups * st.c + c0;  // its partials' index
     const float* gamma = a.gamma + c0;
-    const RowScale k =
-        Scale<true>(df, x, static_cast<const TX*>(nullptr),
-                    static_cast<TX*>(nullptr), m, st.eps, SIMDNORM_LAYERNORM);
-    double sum1 = 0.0, sum2 = 0.0;
-    for (size_t ch = 0; ch < cg; ch += per) {
-      const size_t nch = std::min(per, cg - ch);
-      std::fill(cs1, cs1 + nch, 0.0);
-      std::fill(cs2, cs2 + nch, 0.0);
-      for (size_t p = 0; p < hw; p += clen) {
-        const size_t len = std::min(clen, hw - p), at = ch * hw + p;
-        const float* dy = DyChunk(a, base + at, (nch - 1) * hw + len, dy_buf);
-        ChunkGradSums(df, x + at, dy, nch, len, hw, k, cs1, cs2);
-      }
-      for (size_t j = 0; j < nch; ++j) {  // in channel order
-        sum1 += static_cast<double>(gamma[ch + j]) * cs1[j];
-        sum2 += static_cast<double>(gamma[ch + j]) * cs2[j];
-        SetPartials(a, part0 + ch + j, cs1[j], cs2[j], false);
-      }
+    const bool saved = a.rstd && UsableSaved(a.mean[u], a.rstd[u]);
+    SavedSet set{};
+    RowScale k;
+    if (saved) {
+      k = DiffScale(a.mean[u]);
+      GroupChannelSums<true>(df, a, x, base, k, sa, sb, sd, dy_buf);
+      double sum_d = 0.0;
+      for (size_t j = 0; j < cg; ++j) sum_d += sd[j];
+      set = SavedSetOf(a.mean[u], a.rstd[u], sum_d, static_cast<double>(m));
+      for (size_t j = 0; j < cg; ++j) sb[j] = SavedXhatSum(set, sa[j], sb[j]);
+    } else {
+      k = Scale<true>(df, x, static_cast<const TX*>(nullptr),
+                      static_cast<TX*>(nullptr), m, st.eps, SIMDNORM_LAYERNORM);
+      GroupChannelSums<false>(df, a, x, base, k, sa, sb, sd, dy_buf);
     }
-    const GradRow row = GroupGradRow(k, sum1, sum2, m, st.eps);
+    double sum1 = 0.0, sum2 = 0.0;
+    for (size_t j = 0; j < cg; ++j) {  // in channel order
+      sum1 += static_cast<double>(gamma[j]) * sa[j];
+      sum2 += static_cast<double>(gamma[j]) * sb[j];
+      SetPartials(a, part0 + j, sa[j], sb[j], false);
+    }
+    const GradRow row = saved ? SavedGroupGradRow(set, sum1, sum2, m)
+                              : GroupGradRow(k, sum1, sum2, m, st.eps);
     if (HWY_UNLIKELY(row.nan)) {
       for (size_t ch = 0; ch < cg && a.dgamma_part; ++ch) {
         a.dgamma_part[part0 + ch] = std::nanf("");
@@ -294,26 +342,54 @@ HWY_NOINLINE void GroupBackwardNchw(const internal::GroupBackwardArgs& a,
 
 // NHWC pass 2 over positions [p0, p1) of a sample (dy: fp32, c apart from
 // p0 on): per channel, the fp32 sums of dy and dy * xhat into t.acc_sum
-// and t.acc_sq (xhat from t's s, k, mul, add).
-template <class DF, typename TX>
+// and t.acc_sq (xhat from t's s, k, mul, add), and with kSum3 of xhat (d
+// for the groups of saved statistics) into acc3 (t.cp floats).
+template <bool kSum3, class DF, typename TX>
 HWY_INLINE void NhwcGradSums(DF df, const TX* x, const float* dy, size_t c,
-                             size_t p0, size_t p1, ChannelScratch& t) {
+                             size_t p0, size_t p1, ChannelScratch& t,
+                             float* acc3) {
   const size_t N = hn::Lanes(df);
   for (size_t j = 0; j < c; j += N) {
     const size_t count = c - j < N ? c - j : N;
     const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.k + j);
     const auto mul = hn::LoadU(df, t.mul + j), add = hn::LoadU(df, t.add + j);
-    auto sum1 = hn::Zero(df), sum2 = hn::Zero(df);
+    auto sum1 = hn::Zero(df), sum2 = hn::Zero(df), sum3 = hn::Zero(df);
     for (size_t p = p0; p < p1; ++p) {
       const TX* xr = x + p * c + j;
       const float* dr = dy + (p - p0) * c + j;
       const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
       const auto dv = count == N ? LoadF(df, dr) : LoadTailF(df, dr, count);
+      const auto xhat = XhatOf(xv, s, m, mul, add);
       sum1 = hn::Add(sum1, dv);
-      sum2 = hn::MulAdd(dv, XhatOf(xv, s, m, mul, add), sum2);
+      sum2 = hn::MulAdd(dv, xhat, sum2);
+      if constexpr (kSum3) sum3 = hn::Add(sum3, xhat);
     }
     hn::StoreU(sum1, df, t.acc_sum + j);
     hn::StoreU(sum2, df, t.acc_sq + j);
+    if constexpr (kSum3) hn::StoreU(sum3, df, acc3 + j);
+  }
+}
+
+// NHWC pass 2 of a sample (x, and dy from element base on): per channel
+// j, A = t.sum[j], B = t.sq[j] and, kSum3, D = sd[j], blocks of `rows`
+// positions in fp32 added in double.
+template <bool kSum3, class DF, typename TX>
+HWY_INLINE void SampleGradSums(DF df, const internal::GroupBackwardArgs& a,
+                               const TX* x, size_t base, size_t rows,
+                               ChannelScratch& t, float* dy_buf, float* acc3,
+                               double* sd) {
+  const size_t c = a.stats.c, hw = a.stats.hw;
+  for (size_t j = 0; j < c; ++j) t.sum[j] = t.sq[j] = 0.0;
+  if constexpr (kSum3) std::fill(sd, sd + c, 0.0);
+  for (size_t p0 = 0; p0 < hw; p0 += rows) {
+    const size_t p1 = std::min(hw, p0 + rows);
+    const float* dy = DyChunk(a, base + p0 * c, (p1 - p0) * c, dy_buf);
+    NhwcGradSums<kSum3>(df, x, dy, c, p0, p1, t, acc3);
+    for (size_t j = 0; j < c; ++j) {
+      t.sum[j] += t.acc_sum[j];
+      t.sq[j] += t.acc_sq[j];
+      if constexpr (kSum3) sd[j] += acc3[j];
+    }
   }
 }
 
@@ -366,38 +442,63 @@ HWY_NOINLINE void GroupBackwardNhwc(const internal::GroupBackwardArgs& a,
   const size_t rows =
       std::max<size_t>(1, std::min<size_t>(32, kGradBlockFloats / c));
   const size_t block = rows * c;
-  std::unique_ptr<float[]> f(new float[5 * t.cp + 2 * block]());
+  std::unique_ptr<float[]> f(new float[6 * t.cp + 2 * block]());
   float* gamma = f.get();
   float* va = gamma + t.cp;
   float* vc = va + t.cp;
   float* rf = vc + t.cp;
   float* p2 = rf + t.cp;
-  float* dy_buf = p2 + t.cp;
+  float* acc3 = p2 + t.cp;
+  float* dy_buf = acc3 + t.cp;
   float* dx_buf = dy_buf + block;
   std::copy(a.gamma, a.gamma + c, gamma);
+  // Saved statistics: which groups of the sample have usable ones, and
+  // their channels' sums of d.
+  std::unique_ptr<bool[]> saved(a.rstd ? new bool[st.groups]() : nullptr);
+  std::unique_ptr<double[]> sd(a.rstd ? new double[c] : nullptr);
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(st.x) + i * per_sample;
     const size_t base = i * per_sample;
-    NhwcStats(df, st, x, c, t, k.get());
+    const size_t unit0 = i * st.groups;  // its groups' saved statistics
+    size_t recompute = st.groups, kept = 0;
+    for (size_t g = 0; a.rstd && g < st.groups; ++g) {
+      saved[g] = UsableSaved(a.mean[unit0 + g], a.rstd[unit0 + g]);
+      kept += saved[g];
+    }
+    recompute -= kept;
+    if (recompute > 0) NhwcStats(df, st, x, c, t, k.get());
+    for (size_t g = 0; kept > 0 && g < st.groups; ++g) {
+      if (saved[g]) k[g] = DiffScale(a.mean[unit0 + g]);
+    }
     SetChannels(t, k.get(), c, cg);
-    for (size_t j = 0; j < c; ++j) t.sum[j] = t.sq[j] = 0.0;
-    for (size_t p0 = 0; p0 < hw; p0 += rows) {
-      const size_t p1 = std::min(hw, p0 + rows);
-      const float* dy = DyChunk(a, base + p0 * c, (p1 - p0) * c, dy_buf);
-      NhwcGradSums(df, x, dy, c, p0, p1, t);
-      for (size_t j = 0; j < c; ++j) {
-        t.sum[j] += t.acc_sum[j];
-        t.sq[j] += t.acc_sq[j];
-      }
+    if (kept > 0) {
+      SampleGradSums<true>(df, a, x, base, rows, t, dy_buf, acc3, sd.get());
+    } else {
+      SampleGradSums<false>(df, a, x, base, rows, t, dy_buf, acc3, nullptr);
     }
     bool any = false;  // a group that is not NaN
     for (size_t g = 0; g < st.groups; ++g) {
+      const size_t j0 = g * cg, j1 = j0 + cg;
+      SavedSet set{};
+      if (kept > 0 && saved[g]) {  // xhat = (d - c) rstd (saved_stats-inl.h)
+        double sum_d = 0.0;
+        for (size_t j = j0; j < j1; ++j) sum_d += sd[j];
+        set = SavedSetOf(a.mean[unit0 + g], a.rstd[unit0 + g], sum_d,
+                         static_cast<double>(cg * hw));
+        for (size_t j = j0; j < j1; ++j) {
+          t.sq[j] = SavedXhatSum(set, t.sum[j], t.sq[j]);
+          t.mul[j] = set.k.mul;
+          t.add[j] = set.k.add;
+        }
+      }
       double sum1 = 0.0, sum2 = 0.0;
-      for (size_t j = g * cg; j < (g + 1) * cg; ++j) {
+      for (size_t j = j0; j < j1; ++j) {
         sum1 += static_cast<double>(gamma[j]) * t.sum[j];
         sum2 += static_cast<double>(gamma[j]) * t.sq[j];
       }
-      const GradRow row = GroupGradRow(k[g], sum1, sum2, cg * hw, st.eps);
+      const GradRow row = kept > 0 && saved[g]
+                              ? SavedGroupGradRow(set, sum1, sum2, cg * hw)
+                              : GroupGradRow(k[g], sum1, sum2, cg * hw, st.eps);
       any = any || !row.nan;
       for (size_t j = g * cg; j < (g + 1) * cg; ++j) {
         va[j] = row.a;

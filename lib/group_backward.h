@@ -30,6 +30,11 @@ struct GroupBackwardArgs {
   // sample's sums over its positions of dy * xhat and of dy.
   float* dgamma_part;
   float* dbeta_part;
+  // The forward's saved statistics (simdnorm_group_backward_desc's mean,
+  // rstd): null (both), or n * groups floats each, indexed by sample *
+  // groups + group.
+  const float* mean = nullptr;
+  const float* rstd = nullptr;
 };
 
 // Units [begin, end) as the forward's: (sample, group) pairs for NCHW,

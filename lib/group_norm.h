@@ -5,6 +5,7 @@
 #ifndef SIMDNORM_LIB_GROUP_NORM_H_
 #define SIMDNORM_LIB_GROUP_NORM_H_
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -27,7 +28,32 @@ struct GroupArgs {
   float eps;
   // bf16 and f16 y correctly rounded (not SIMDNORM_FAST_ROUNDING).
   bool correct_rounding = false;
+  // Saved statistics (simdnorm_group_desc's mean_out, rstd_out): null or
+  // n * groups floats, indexed by sample * groups + group.
+  float* mean_out = nullptr;
+  float* rstd_out = nullptr;
 };
+
+// Saves the statistics of group `index` (GroupArgs::mean_out, rstd_out,
+// when wanted) from its double mean and second = sum((x - mean)^2) over
+// its cg * hw elements: the mean and 1 / sqrt(second / m + eps), each
+// rounded once to fp32; both NaN when the mean is not finite (a NaN or an
+// inf in the group, whose second may then be anything), as the rows'
+// (norm_rows-inl.h's SaveStats).
+inline void SaveGroupStats(const GroupArgs& a, size_t index, double mean,
+                           double second) {
+  const bool finite = std::isfinite(mean);
+  if (a.mean_out != nullptr) {
+    a.mean_out[index] = finite ? static_cast<float>(mean) : NAN;
+  }
+  if (a.rstd_out != nullptr) {
+    const double m = static_cast<double>(a.cg * a.hw);
+    a.rstd_out[index] =
+        finite ? static_cast<float>(
+                     1.0 / std::sqrt(second / m + static_cast<double>(a.eps)))
+               : NAN;
+  }
+}
 
 // Units [begin, end): (sample, group) pairs, unit = sample * groups +
 // group, for NCHW; samples for NHWC. A unit's result depends only on that

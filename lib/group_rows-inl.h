@@ -101,6 +101,7 @@ HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
     const RowScale k =
         Scale<true>(df, x, static_cast<const TX*>(nullptr),
                     static_cast<TX*>(nullptr), m, a.eps, SIMDNORM_LAYERNORM);
+    SaveGroupStats(a, u, k.mean, k.second);
     if (HWY_UNLIKELY(NaNRow(k))) {
       FillNaN(df, y, static_cast<float*>(nullptr), 0, m);
       continue;
@@ -374,6 +375,8 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
   const size_t N = hn::Lanes(df), c = a.c, per_sample = c * a.hw;
   ChannelScratch t(c, N);
   std::unique_ptr<RowScale[]> k(new RowScale[a.groups]);
+  const bool save = a.mean_out != nullptr || a.rstd_out != nullptr;
+  std::unique_ptr<double[]> mean(save ? new double[a.groups] : nullptr);
   std::unique_ptr<float[]> weights(new float[2 * t.cp]());
   float* g = weights.get();
   float* b = g + t.cp;
@@ -382,7 +385,10 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(a.x) + i * per_sample;
     TY* y = static_cast<TY*>(a.y) + i * per_sample;
-    NhwcStats(df, a, x, c, t, k.get());
+    NhwcStats(df, a, x, c, t, k.get(), mean.get());
+    for (size_t grp = 0; save && grp < a.groups; ++grp) {
+      SaveGroupStats(a, i * a.groups + grp, mean[grp], k[grp].second);
+    }
     SetChannels(t, k.get(), c, a.cg);
     ApplyNhwc(df, x, y, c, c, a.hw, t, g, b);
   }
@@ -420,6 +426,7 @@ HWY_NOINLINE void GroupNchwChecked(const internal::GroupArgs& a, size_t begin,
     const internal::RowStats st = StatsOfSet(
         m, a.eps, ToFloat(x[0]),
         [&](float k, double* s, double* q) { SumsF64(df, x, m, k, *s, *q); });
+    SaveGroupStats(a, u, st.k + st.c, st.v);
     CheckedConsts k{};
     const Unit mode = CheckedUnit(st, &k);
     const internal::CrRow cr = GroupCrRow<TX, TY>(x, m, a.eps, st);
@@ -480,6 +487,7 @@ HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
         }
       };
       const internal::RowStats st = StatsOfSet(n, a.eps, shift[j0], group_sums);
+      SaveGroupStats(a, i * groups + g, st.k + st.c, st.v);
       CheckedConsts k{};
       const Unit mode = CheckedUnit(st, &k);
       for (size_t j = j0; j < j1; ++j) t.Set(j, mode, k, a.gamma[j], a.beta[j]);

@@ -65,6 +65,7 @@ Status GroupNormReference(const simdnorm_group_desc& d) {
       for (double x : v) mean += x;
       mean /= static_cast<double>(m);
       for (double x : v) second += (x - mean) * (x - mean);
+      SaveGroupStats(a, i * a.groups + g, mean, second);  // when wanted
       const double denom = std::sqrt(second / static_cast<double>(m) +
                                      static_cast<double>(a.eps));
       // An inf or NaN in the group, or var + eps = 0: NaN throughout.

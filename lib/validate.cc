@@ -412,11 +412,17 @@ simdnorm_status CheckChannelFields(const Desc& d, bool more_ok) {
   return SIMDNORM_OK;
 }
 
+// The bytes of a channel descriptor's x, y and weights (those absent:
+// empty spans, which overlap nothing).
+struct ChannelSpans {
+  Span x, y, gamma, beta;
+};
+
 // With n > 0: the pointers, shape and overlaps of x, y and the weights of
-// a channel descriptor (one span of n * c * hw elements); *y_span is y's.
+// a channel descriptor (one span of n * c * hw elements), *spans theirs.
 template <class Desc>
 simdnorm_status CheckChannelTensors(const Desc& d, size_t groups,
-                                    Span* y_span) {
+                                    ChannelSpans* spans) {
   if (d.x == nullptr || d.y == nullptr) return SIMDNORM_INVALID_ARGUMENT;
   const size_t c = d.c, hw = d.hw;
   if (c == 0 || hw == 0 || groups == 0 || c % groups != 0) {
@@ -429,14 +435,17 @@ simdnorm_status CheckChannelTensors(const Desc& d, size_t groups,
   }
   const size_t x_elem = ElementSize(d.x_type), y_elem = ElementSize(d.y_type);
   const size_t p_elem = ElementSize(d.param_type);
-  Span x, gamma{}, beta{};
+  Span& x = spans->x;
+  Span& y = spans->y;
+  Span& gamma = spans->gamma;
+  Span& beta = spans->beta;
+  gamma = beta = Span{0, 0};
   if (!RowsSpan(d.x, 1, total, total, x_elem, &x) ||
-      !RowsSpan(d.y, 1, total, total, y_elem, y_span) ||
+      !RowsSpan(d.y, 1, total, total, y_elem, &y) ||
       (d.gamma && !RowsSpan(d.gamma, 1, c, c, p_elem, &gamma)) ||
       (d.beta && !RowsSpan(d.beta, 1, c, c, p_elem, &beta))) {
     return SIMDNORM_INVALID_SHAPE;
   }
-  const Span y = *y_span;
   const bool y_is_x = d.y == d.x && y_elem == x_elem;
   if ((!y_is_x && Overlaps(y, x)) || (d.gamma && Overlaps(y, gamma)) ||
       (d.beta && Overlaps(y, beta))) {
@@ -473,9 +482,26 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   if (s != SIMDNORM_OK) return s;
   p->n = d->n;
   if (d->n == 0) return SIMDNORM_OK;
-  Span y;
-  s = CheckChannelTensors(*d, d->groups, &y);
+  ChannelSpans sp;
+  s = CheckChannelTensors(*d, d->groups, &sp);
   if (s != SIMDNORM_OK) return s;
+  // The saved statistics (n * groups floats each, groups <= c: no overflow
+  // of the count) against every other buffer and each other.
+  const size_t units = d->n * d->groups;
+  Span mean{}, rstd{};
+  if ((d->mean_out &&
+       !RowsSpan(d->mean_out, 1, units, units, sizeof(float), &mean)) ||
+      (d->rstd_out &&
+       !RowsSpan(d->rstd_out, 1, units, units, sizeof(float), &rstd))) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
+  for (const Span& out : {mean, rstd}) {
+    if (Overlaps(out, sp.x) || Overlaps(out, sp.y) || Overlaps(out, sp.gamma) ||
+        Overlaps(out, sp.beta)) {
+      return SIMDNORM_OVERLAP;
+    }
+  }
+  if (Overlaps(mean, rstd)) return SIMDNORM_OVERLAP;
 
   GroupArgs& a = p->args;
   a.c = d->c;
@@ -488,6 +514,8 @@ simdnorm_status ValidateGroup(const simdnorm_group_desc* d, GroupProblem* p) {
   a.beta = nullptr;
   a.eps = d->eps;
   a.correct_rounding = (d->flags & SIMDNORM_FAST_ROUNDING) == 0;
+  a.mean_out = d->mean_out;
+  a.rstd_out = d->rstd_out;
   SetChannelOperands(*d, p);
   return SIMDNORM_OK;
 }
@@ -521,7 +549,8 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
   if (types != SIMDNORM_OK) return types;
   const int layout = e.layout, param_type = e.param_type;
   const int x_type = e.x_type, dy_type = e.dy_type, dx_type = e.dx_type;
-  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0) {
+  if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
+      (d->mean == nullptr) != (d->rstd == nullptr)) {  // saved: both or none
     return SIMDNORM_INVALID_ARGUMENT;
   }
   const size_t n = d->n, c = d->c, hw = d->hw, groups = d->groups;
@@ -544,7 +573,11 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
        (!RowsSpan(d->x, 1, total, total, x_elem, &sp.x) ||
         !RowsSpan(d->dy, 1, total, total, dy_elem, &sp.dy) ||
         !RowsSpan(d->dx, 1, total, total, dx_elem, &sp.dx) ||
-        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)))) ||
+        (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &sp.gamma)) ||
+        (d->mean && !RowsSpan(d->mean, 1, n * groups, n * groups, sizeof(float),
+                              &sp.mean)) ||
+        (d->rstd && !RowsSpan(d->rstd, 1, n * groups, n * groups, sizeof(float),
+                              &sp.rstd)))) ||
       (d->dgamma && !RowsSpan(d->dgamma, 1, c, c, sizeof(float), &sp.dgamma)) ||
       (d->dbeta && !RowsSpan(d->dbeta, 1, c, c, sizeof(float), &sp.dbeta))) {
     return SIMDNORM_INVALID_SHAPE;
@@ -564,6 +597,8 @@ simdnorm_status ValidateGroupBackward(const simdnorm_group_backward_desc* d,
   a.dx_type = dx_type;
   a.gamma = nullptr;
   a.dgamma_part = a.dbeta_part = nullptr;
+  a.mean = n > 0 ? d->mean : nullptr;
+  a.rstd = n > 0 ? d->rstd : nullptr;
   p->n = n;
   p->layout = layout;
   p->x_type = x_type;
@@ -589,20 +624,12 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   }
   p->args.n = d->n;
   if (d->n == 0) return SIMDNORM_OK;
-  Span y;
-  s = CheckChannelTensors(*d, 1, &y);
+  ChannelSpans sp;
+  s = CheckChannelTensors(*d, 1, &sp);
   if (s != SIMDNORM_OK) return s;
   if (training && d->n * d->hw == 1) return SIMDNORM_INVALID_SHAPE;
   const size_t c = d->c;
-  const size_t x_elem = ElementSize(d->x_type);
-  const size_t p_elem = ElementSize(d->param_type);
-  const size_t total = d->n * c * d->hw;
-  const uintptr_t xb = reinterpret_cast<uintptr_t>(d->x);
-  const uintptr_t gb = reinterpret_cast<uintptr_t>(d->gamma);
-  const uintptr_t bb = reinterpret_cast<uintptr_t>(d->beta);
-  const Span x{xb, xb + total * x_elem};
-  const Span gamma = d->gamma ? Span{gb, gb + c * p_elem} : Span{0, 0};
-  const Span beta = d->beta ? Span{bb, bb + c * p_elem} : Span{0, 0};
+  const Span y = sp.y;
   const Span rm = FloatsSpan(d->running_mean, c);
   const Span rv = FloatsSpan(d->running_var, c);
   const Span sm = FloatsSpan(training ? d->save_mean : nullptr, c);
@@ -614,7 +641,7 @@ simdnorm_status ValidateBatch(const simdnorm_batch_desc* d, BatchProblem* p) {
   // y against everything else; in training, each per-channel output
   // against every other operand. Empty spans overlap nothing.
   const Span outs[] = {rm, rv, sm, si};
-  const Span ins[] = {x, gamma, beta};
+  const Span ins[] = {sp.x, sp.gamma, sp.beta};
   for (size_t i = 0; i < 4; ++i) {
     if (Overlaps(y, outs[i])) return SIMDNORM_OVERLAP;
     if (!training) continue;
@@ -662,7 +689,8 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
   const bool training = d->training != 0;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) || d->flags != 0 ||
       (!training &&
-       (d->running_mean == nullptr || d->running_var == nullptr))) {
+       (d->running_mean == nullptr || d->running_var == nullptr)) ||
+      (training && (d->save_mean == nullptr) != (d->save_invstd == nullptr))) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   const size_t c = d->c, hw = d->hw;
@@ -703,12 +731,20 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
       (d->gamma && !RowsSpan(d->gamma, 1, c, c, p_elem, &gamma))) {
     return SIMDNORM_INVALID_SHAPE;
   }
+  // The per-channel inputs: running statistics in inference, the saved
+  // ones in training (each mode ignores the other's).
   const Span rm = FloatsSpan(training ? nullptr : d->running_mean, c);
   const Span rv = FloatsSpan(training ? nullptr : d->running_var, c);
+  const Span sm = FloatsSpan(training ? d->save_mean : nullptr, c);
+  const Span si = FloatsSpan(training ? d->save_invstd : nullptr, c);
+  if ((training && d->save_mean && !sums_fit) || sm.end < sm.begin ||
+      si.end < si.begin) {
+    return SIMDNORM_INVALID_SHAPE;
+  }
   // Each output against every other buffer; the one exception is dx == dy
   // exactly. Empty spans overlap nothing.
   const bool dx_is_dy = d->dx == d->dy && dx_elem == dy_elem;
-  const Span ins[] = {x, gamma, rm, rv};
+  const Span ins[] = {x, gamma, rm, rv, sm, si};
   const Span outs[] = {dx, dgamma, dbeta};
   for (size_t i = 0; i < 3; ++i) {
     for (const Span& in : ins) {
@@ -729,6 +765,8 @@ simdnorm_status ValidateBatchBackward(const simdnorm_batch_backward_desc* d,
   a.gamma = nullptr;
   a.running_mean = training ? nullptr : d->running_mean;
   a.running_var = training ? nullptr : d->running_var;
+  a.save_mean = training ? d->save_mean : nullptr;
+  a.save_invstd = training ? d->save_invstd : nullptr;
   a.eps = d->eps;
   a.training = training;
   p->layout = layout;

@@ -3,8 +3,9 @@
 // formulas (which the library's reference must match) over dtype triples
 // and shapes, hard data, the Jacobian identities of a channel, central
 // differences of a float64 forward against the reference, NaN channels
-// isolated, in place, bitwise identity over thread counts, bad
-// descriptors.
+// isolated, in place, the forward's saved statistics (save_mean,
+// save_invstd) in place of recomputed ones, bitwise identity over thread
+// counts, the C++ wrapper, bad descriptors.
 //
 // The bounds (docs/accuracy.md, "Backward", BatchNorm): per element j of
 // a channel of M = n * hw elements, r = 1 / sqrt(var + eps), training
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
 #include "support/dtypes.h"
 #include "support/half.h"
 #include "support/isa_test.h"
@@ -58,6 +60,8 @@ struct Problem {
   simdnorm_layout layout;
   Tensor x, dy, dx, gamma;
   std::vector<float> rm, rv, dgamma, dbeta;
+  // Training: the forward's saved statistics (c each), or empty: none.
+  std::vector<float> save_mean, save_invstd;
   bool has_gamma = true, training = true, in_place = false, sums = true;
   float eps = 1e-5f;
 
@@ -101,9 +105,25 @@ struct Problem {
     d.dgamma = sums ? dgamma.data() : nullptr;
     d.dbeta = sums ? dbeta.data() : nullptr;
     d.max_threads = max_threads;
+    d.save_mean = save_mean.empty() ? nullptr : save_mean.data();
+    d.save_invstd = save_invstd.empty() ? nullptr : save_invstd.data();
     return d;
   }
 };
+
+// The training forward's save_mean and save_invstd of p's x (the kernels',
+// f32 y; running statistics untouched: none given) into p.
+void SaveStatistics(Problem& p) {
+  p.save_mean.assign(p.s.c, -1.0f);
+  p.save_invstd.assign(p.s.c, -1.0f);
+  std::vector<float> y(p.x.size());
+  simdnorm_batch_desc f{};
+  FillChannelForward(f, p.s.n, p.s.c, p.s.hw, p.layout, p.x, y.data(), p.eps);
+  f.save_mean = p.save_mean.data();
+  f.save_invstd = p.save_invstd.data();
+  f.training = 1;
+  EXPECT_EQ(simdnorm_batch_norm(&f), SIMDNORM_OK);
+}
 
 // x = mean + sd * N(0, 1), dy ~ N(0, 1), gamma ~ N(1, 0.5), running
 // statistics near the data's.
@@ -518,7 +538,9 @@ TEST(BatchBackwardReference, FiniteDifferences) {
 TEST_P(BatchBackwardTest, NaNChannelsAreIsolated) {
   const Shape s{3, 20, 10};
   for (simdnorm_layout l : kLayouts) {
-    for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+    for (int v = 0; v < 4; ++v) {
+      const simdnorm_dtype t = v % 2 ? SIMDNORM_BF16 : SIMDNORM_F32;
+      const bool saved = v >= 2;  // training's: the NaN ones recomputed
       const Types types{t, t, t, SIMDNORM_F32};
       Problem clean(s, l, types, true);
       Fill(clean, 1.0, 1.0, 5);
@@ -529,6 +551,12 @@ TEST_P(BatchBackwardTest, NaNChannelsAreIsolated) {
       Problem bad = clean;
       bad.x.Set(bad.Index(1, 2, 7), NAN);
       bad.dy.Set(bad.Index(2, 7, 3), INFINITY);
+      if (saved) {
+        SaveStatistics(clean);
+        SaveStatistics(bad);
+        EXPECT_TRUE(std::isnan(bad.save_invstd[2]) &&
+                    std::isinf(bad.save_invstd[9]));
+      }
       simdnorm_batch_backward_desc dc = clean.Desc(), db = bad.Desc();
       ASSERT_EQ(simdnorm_batch_norm_backward(&dc), SIMDNORM_OK);
       ASSERT_EQ(simdnorm_batch_norm_backward(&db), SIMDNORM_OK);
@@ -579,6 +607,59 @@ TEST_P(BatchBackwardTest, NaNChannelsAreIsolated) {
       EXPECT_TRUE(std::isnan(inf_bad.dgamma[4]) &&
                   std::isnan(inf_bad.dgamma[2]));
     }
+  }
+}
+
+// Training on the forward's saved statistics: within the same bounds of
+// the exact gradients (and the reference), on data whose fp32 mean is 5 %
+// of a deviation off (1e4 + N(0, 1) / 100: the correction c), both
+// layouts, NHWC blocks of 64 channels full and partial, 16-bit data;
+// channels whose save_invstd is not positive and finite (NaN, 0, inf) or
+// whose save_mean is not finite are recomputed. Inference does not read
+// them: the same bits as without.
+TEST_P(BatchBackwardTest, SavedStatistics) {
+  struct Data {
+    const char* what;
+    double mean, sd;
+  };
+  const Data kData[] = {{" saved", 0.5, 2.0},
+                        {" saved, mean 1e4, sd 1e-2", 1e4, 1e-2}};
+  uint32_t seed = 500;
+  for (const Data& data : kData) {
+    for (const Shape& s : {Shape{3, 18, 40}, Shape{2, 70, 9}}) {
+      for (simdnorm_layout l : kLayouts) {
+        for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+          // (bf16 x of 1e4 + N(0, 1) / 100 is constant: f32 x there.)
+          const simdnorm_dtype xt = data.mean > 1.0 ? SIMDNORM_F32 : t;
+          Problem p(s, l, Types{xt, t, t, SIMDNORM_F32}, true);
+          Fill(p, data.mean, data.sd, seed++);
+          p.eps = seed % 3 == 0 ? 0.0f : 1e-5f;
+          SaveStatistics(p);
+          std::string extra = data.what;
+          if (seed % 2 == 0) {  // some recomputed
+            p.save_invstd[0] = seed % 4 == 0 ? NAN : 0.0f;
+            p.save_invstd[s.c - 1] = INFINITY;
+            p.save_mean[1] = NAN;
+            extra += ", three unusable";
+          }
+          RunAndCheck(p, Name(p, extra));
+        }
+      }
+    }
+  }
+  ReportWorst();
+  for (simdnorm_layout l : kLayouts) {
+    Problem p(Shape{2, 20, 9}, l,
+              Types{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+              false);
+    Fill(p, 1.0, 1.0, 9);
+    simdnorm_batch_backward_desc d = p.Desc();
+    ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
+    const std::vector<uint8_t> plain = p.dx.bytes;
+    std::fill(p.dx.bytes.begin(), p.dx.bytes.end(), 0);
+    d.save_mean = static_cast<const float*>(p.dx.data());  // not read
+    ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
+    EXPECT_EQ(p.dx.bytes, plain);
   }
 }
 
@@ -637,6 +718,53 @@ TEST(BatchBackwardThreadsTest, ThreadCountDoesNotChangeBits) {
 }
 
 SIMDNORM_INSTANTIATE_PER_ISA(BatchBackwardTest);
+
+// The C++ wrapper is the C call; in training Options::stats are
+// save_mean and save_invstd (those simdnorm::batch_norm wrote through its
+// Options::stats).
+TEST(BatchBackwardCpp, WrapperIsTheCCall) {
+  const Shape s{2, 70, 9};
+  Problem p(s, SIMDNORM_NHWC,
+            Types{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+            true);
+  Fill(p, 1e4, 1e-2, 12);
+  const auto* x = static_cast<const float*>(p.x.data());
+  const auto* dy = static_cast<const float*>(p.dy.data());
+  const auto* gamma = static_cast<const float*>(p.gamma.data());
+  std::vector<float> y(p.x.size()), dx(p.x.size()), mean(s.c), invstd(s.c);
+  std::vector<float> dgamma(s.c), dbeta(s.c);
+  simdnorm::Options opt;
+  opt.eps = p.eps;
+  opt.stats = {mean.data(), invstd.data()};
+  ASSERT_EQ(
+      simdnorm::batch_norm(x, y.data(), s.n, s.c, s.hw, simdnorm::Layout::kNHWC,
+                           nullptr, nullptr, true, 0.1f, gamma, nullptr, opt),
+      simdnorm::Status::kOk);
+  for (int run = 0; run < 3; ++run) {  // recomputed, saved, inference
+    if (run == 1) SaveStatistics(p);
+    p.training = run < 2;
+    simdnorm_batch_backward_desc d = p.Desc();
+    ASSERT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
+    simdnorm::Options o = opt;
+    if (run == 0) o.stats = {};
+    ASSERT_EQ(simdnorm::batch_norm_backward(
+                  x, dy, dx.data(), s.n, s.c, s.hw, simdnorm::Layout::kNHWC,
+                  p.rm.data(), p.rv.data(), p.training, gamma, dgamma.data(),
+                  dbeta.data(), o),
+              simdnorm::Status::kOk);
+    EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.data(), dx.size() * 4)) << run;
+    EXPECT_EQ(dgamma, p.dgamma) << run;
+    EXPECT_EQ(dbeta, p.dbeta) << run;
+  }
+  EXPECT_EQ(mean, p.save_mean);
+  EXPECT_EQ(invstd, p.save_invstd);
+  opt.gamma_offset = 1.0f;
+  EXPECT_EQ(simdnorm::batch_norm_backward(x, dy, dx.data(), s.n, s.c, s.hw,
+                                          simdnorm::Layout::kNHWC, p.rm.data(),
+                                          p.rv.data(), true, gamma,
+                                          dgamma.data(), dbeta.data(), opt),
+            simdnorm::Status::kInvalidArgument);
+}
 
 // Each bad descriptor gets its status from both entry points, and nothing
 // is written: dx, dgamma, dbeta (and dy, x).
@@ -715,6 +843,29 @@ TEST(BatchBackwardStatus, BadDescriptorsWriteNothing) {
          d.dgamma = const_cast<float*>(d.running_mean) + 1;
        },
        SIMDNORM_OVERLAP},
+      // Training's saved statistics: both or neither, inputs.
+      {"save_mean without save_invstd",
+       [](D& d) { d.save_mean = d.running_mean; }, SIMDNORM_INVALID_ARGUMENT},
+      {"save_invstd without save_mean",
+       [](D& d) { d.save_invstd = d.running_var; }, SIMDNORM_INVALID_ARGUMENT},
+      {"save_invstd in dx",
+       [](D& d) {
+         d.save_mean = d.running_mean;
+         d.save_invstd = static_cast<const float*>(d.dx) + 5;
+       },
+       SIMDNORM_OVERLAP},
+      {"dgamma over save_mean",
+       [](D& d) {
+         d.save_mean = d.dgamma + 2;
+         d.save_invstd = d.running_var;
+       },
+       SIMDNORM_OVERLAP},
+      {"dbeta is save_invstd",
+       [](D& d) {
+         d.save_mean = d.running_mean;
+         d.save_invstd = d.dbeta;
+       },
+       SIMDNORM_OVERLAP},
   };
   for (const Case& c : kCases) {
     for (int reference = 0; reference < 2; ++reference) {
@@ -736,6 +887,12 @@ TEST(BatchBackwardStatus, BadDescriptorsWriteNothing) {
   // Training ignores the running statistics: NULL is fine.
   D d = good;
   d.running_mean = d.running_var = nullptr;
+  EXPECT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
+  p.dx.bytes = before.dx.bytes;
+  // Inference does not look at save_*: one alone, or over dx, is fine.
+  d = good;
+  d.training = 0;
+  d.save_mean = static_cast<const float*>(d.dx);
   EXPECT_EQ(simdnorm_batch_norm_backward(&d), SIMDNORM_OK);
   p.dx.bytes = before.dx.bytes;
   // n = 0: x, dy, dx may be NULL; dgamma and dbeta are zeros.

@@ -3,7 +3,9 @@
 // differences of a float64 forward and against the Jacobian identities;
 // every ISA's kernels against the reference (both layouts, dtype triples,
 // InstanceNorm and one group, hard data), the identities, in place, NaN
-// groups isolated, bitwise identity over thread counts, bad descriptors.
+// groups isolated, the forward's saved statistics (mean, rstd) in place of
+// recomputed ones, bitwise identity over thread counts, the C++ wrapper,
+// bad descriptors.
 //
 // The bound (docs/accuracy.md, "Backward"), LayerNorm's over each
 // (sample, group) of m elements, with g = dy * gamma[ch], r = 1 / sqrt(var
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "simdnorm/simdnorm.h"
+#include "simdnorm/simdnorm.hpp"
 #include "support/dtypes.h"
 #include "support/grad_bounds.h"
 #include "support/inputs.h"
@@ -50,6 +53,8 @@ struct Grad {
   bool in_place = false;  // dx is dy
   float eps = 1e-5f;
   std::vector<float> dgamma, dbeta;
+  // The forward's saved statistics (n * groups each), or empty: none.
+  std::vector<float> mean, rstd;
   size_t max_threads = 0;
 
   Grad(Shape shape, simdnorm_layout l, simdnorm_dtype xt, simdnorm_dtype dyt,
@@ -88,9 +93,26 @@ struct Grad {
     d.dgamma = dgamma.empty() ? nullptr : dgamma.data();
     d.dbeta = dbeta.empty() ? nullptr : dbeta.data();
     d.max_threads = max_threads;
+    d.mean = mean.empty() ? nullptr : mean.data();
+    d.rstd = rstd.empty() ? nullptr : rstd.data();
     return d;
   }
 };
+
+// The forward's saved statistics of p's x (the kernels', f32 y) into
+// p.mean and p.rstd.
+void SaveStatistics(Grad& p) {
+  const size_t units = p.s.n * p.s.groups;
+  p.mean.assign(units, -1.0f);
+  p.rstd.assign(units, -1.0f);
+  std::vector<float> y(p.x.size());
+  simdnorm_group_desc f{};
+  FillChannelForward(f, p.s.n, p.s.c, p.s.hw, p.layout, p.x, y.data(), p.eps);
+  f.groups = p.s.groups;
+  f.mean_out = p.mean.data();
+  f.rstd_out = p.rstd.data();
+  EXPECT_EQ(simdnorm_group_norm(&f), SIMDNORM_OK);
+}
 
 // x = mean + sd N(0, 1), dy = N(0, 1), gamma = 1 + 0.5 N(0, 1).
 void Fill(Grad& p, double mean, double sd, uint32_t seed) {
@@ -306,6 +328,47 @@ TEST_P(GroupBackwardTest, HardData) {
   ReportWorst("HardData");
 }
 
+// The forward's saved statistics handed to the backward: within the same
+// bounds of the reference (which recomputes), on data whose fp32 mean is
+// 5 % of a deviation off (1e4 + N(0, 1) / 100: the correction c), in both
+// layouts, InstanceNorm, one group, wide NHWC, 16-bit data; units whose
+// saved rstd is not positive and finite (NaN, 0, inf) or whose mean is not
+// finite are recomputed.
+TEST_P(GroupBackwardTest, SavedStatistics) {
+  struct Data {
+    const char* what;
+    double mean, sd;
+  };
+  const Data kData[] = {{" saved", 0.5, 2.0},
+                        {" saved, mean 1e4, sd 1e-2", 1e4, 1e-2}};
+  const Shape shapes[] = {
+      {2, 12, 20, 3}, {2, 16, 50, 16}, {1, 64, 3, 8}, {2, 10, 33, 1}};
+  uint32_t seed = 500;
+  for (const Data& data : kData) {
+    for (const Shape& s : shapes) {
+      for (simdnorm_layout l : kLayouts) {
+        for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+          // (bf16 x of 1e4 + N(0, 1) / 100 is constant: f32 x there.)
+          const simdnorm_dtype xt = data.mean > 1.0 ? SIMDNORM_F32 : t;
+          Grad p(s, l, xt, t, t, SIMDNORM_F32);
+          Fill(p, data.mean, data.sd, seed++);
+          p.eps = seed % 3 == 0 ? 0.0f : 1e-5f;
+          SaveStatistics(p);
+          std::string extra = data.what;
+          if (seed % 2 == 0 && p.rstd.size() > 2) {  // some recomputed
+            p.rstd[0] = seed % 4 == 0 ? NAN : 0.0f;
+            p.rstd.back() = INFINITY;
+            p.mean[1] = NAN;
+            extra += ", three unusable";
+          }
+          ExpectMatchesReference(p, Name(p, extra));
+        }
+      }
+    }
+  }
+  ReportWorst("SavedStatistics");
+}
+
 // dx == dy: the same bits as out of place (also bf16 dy into f16 dx).
 TEST_P(GroupBackwardTest, InPlace) {
   const simdnorm_dtype kPairs[][2] = {{SIMDNORM_F32, SIMDNORM_F32},
@@ -333,10 +396,13 @@ TEST_P(GroupBackwardTest, InPlace) {
 // with eps 0: those groups' dx are the default quiet NaN and their
 // channels' dgamma NaN; every other dx has the bits of the call without
 // the NaN and the inf; dbeta is dy's sum as given (inf in one channel).
+// With saved statistics the same (the NaN groups' are NaN: recomputed).
 TEST_P(GroupBackwardTest, NonFiniteGroupsAreIsolated) {
   const Shape s{2, 12, 10, 4};  // groups of 3 channels
   for (simdnorm_layout l : kLayouts) {
-    for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+    for (int v = 0; v < 4; ++v) {
+      const simdnorm_dtype t = v % 2 ? SIMDNORM_BF16 : SIMDNORM_F32;
+      const bool saved = v >= 2;
       Grad clean(s, l, SIMDNORM_F32, t, t, SIMDNORM_F32);
       Fill(clean, 1.0, 1.0, 5);
       clean.eps = 0.0f;
@@ -346,6 +412,11 @@ TEST_P(GroupBackwardTest, NonFiniteGroupsAreIsolated) {
       Grad bad = clean;
       bad.x.Set(bad.Index(0, 4, 7), NAN);        // sample 0, group 1
       bad.dy.Set(bad.Index(1, 0, 3), INFINITY);  // sample 1, group 0
+      if (saved) {
+        SaveStatistics(clean);
+        SaveStatistics(bad);
+        EXPECT_TRUE(std::isnan(bad.rstd[1]) && std::isinf(bad.rstd[7]));
+      }
       simdnorm_group_backward_desc dc = clean.Desc(), db = bad.Desc();
       ASSERT_EQ(simdnorm_group_norm_backward(&dc), SIMDNORM_OK);
       ASSERT_EQ(simdnorm_group_norm_backward(&db), SIMDNORM_OK);
@@ -636,6 +707,35 @@ TEST(GroupBackwardStatus, BadDescriptorsWriteNothing) {
        [](D& d, Grad& p) { d.dbeta = static_cast<float*>(p.dx.data()) + 7; }},
       {"dgamma over gamma", SIMDNORM_OVERLAP,
        [](D& d, Grad& p) { d.dgamma = static_cast<float*>(p.gamma.data()); }},
+      // Saved statistics: n * groups = 8 floats each, both or neither.
+      {"mean without rstd", SIMDNORM_INVALID_ARGUMENT,
+       [](D& d, Grad& p) {
+         p.mean.assign(8, 1.0f);
+         d.mean = p.mean.data();
+       }},
+      {"rstd without mean", SIMDNORM_INVALID_ARGUMENT,
+       [](D& d, Grad& p) {
+         p.rstd.assign(8, 1.0f);
+         d.rstd = p.rstd.data();
+       }},
+      {"dx over rstd", SIMDNORM_OVERLAP,
+       [](D& d, Grad& p) {
+         p.mean.assign(8, 1.0f);
+         d.mean = p.mean.data();
+         d.rstd = static_cast<float*>(p.dx.data()) + 75;
+       }},
+      {"dgamma over mean", SIMDNORM_OVERLAP,
+       [](D& d, Grad& p) {
+         p.rstd.assign(8, 1.0f);
+         d.rstd = p.rstd.data();
+         d.mean = p.dgamma.data() + 4;
+       }},
+      {"dbeta over mean", SIMDNORM_OVERLAP,
+       [](D& d, Grad& p) {
+         p.rstd.assign(8, 1.0f);
+         d.rstd = p.rstd.data();
+         d.mean = p.dbeta.data();
+       }},
   };
   for (const Case& c : kCases) {
     for (int reference = 0; reference < 2; ++reference) {
@@ -680,6 +780,56 @@ TEST(GroupBackwardStatus, BadDescriptorsWriteNothing) {
   EXPECT_EQ(simdnorm_group_norm_backward(&d), SIMDNORM_INVALID_SHAPE);
   d.dgamma = d.dbeta = nullptr;
   EXPECT_EQ(simdnorm_group_norm_backward(&d), SIMDNORM_OK);
+  // The saved statistics are inputs: they may overlap each other and the
+  // other inputs (x, dy, gamma), and are not read when n = 0.
+  d = good;
+  d.mean = d.rstd = static_cast<const float*>(p.gamma.data());
+  EXPECT_EQ(simdnorm_group_norm_backward(&d), SIMDNORM_OK);
+  d = good;
+  d.n = 0;
+  d.mean = d.rstd = static_cast<const float*>(p.dx.data());
+  EXPECT_EQ(simdnorm_group_norm_backward(&d), SIMDNORM_OK);
+}
+
+// The C++ wrapper is the C call, with Options::stats as mean and rstd
+// (those of simdnorm::group_norm's Options::stats).
+TEST(GroupBackwardCpp, WrapperIsTheCCall) {
+  Grad p(Shape{2, 12, 20, 3}, SIMDNORM_NHWC, SIMDNORM_F32, SIMDNORM_F32,
+         SIMDNORM_F32, SIMDNORM_F32);
+  Fill(p, 1e4, 1e-2, 8);
+  const auto* x = static_cast<const float*>(p.x.data());
+  const auto* dy = static_cast<const float*>(p.dy.data());
+  const auto* gamma = static_cast<const float*>(p.gamma.data());
+  std::vector<float> y(p.x.size()), dx(p.x.size()), mean(6), rstd(6);
+  std::vector<float> dgamma(12), dbeta(12);
+  simdnorm::Options opt;
+  opt.eps = p.eps;
+  opt.stats = {mean.data(), rstd.data()};
+  ASSERT_EQ(
+      simdnorm::group_norm(x, y.data(), 2, 12, 20, 3, simdnorm::Layout::kNHWC,
+                           gamma, static_cast<const float*>(nullptr), opt),
+      simdnorm::Status::kOk);
+  for (bool saved : {false, true}) {
+    if (saved) SaveStatistics(p);
+    simdnorm_group_backward_desc d = p.Desc();
+    ASSERT_EQ(simdnorm_group_norm_backward(&d), SIMDNORM_OK);
+    simdnorm::Options o = opt;
+    if (!saved) o.stats = {};
+    ASSERT_EQ(simdnorm::group_norm_backward(x, dy, dx.data(), 2, 12, 20, 3,
+                                            simdnorm::Layout::kNHWC, gamma,
+                                            dgamma.data(), dbeta.data(), o),
+              simdnorm::Status::kOk);
+    EXPECT_EQ(0, std::memcmp(dx.data(), p.dx.data(), dx.size() * 4)) << saved;
+    EXPECT_EQ(dgamma, p.dgamma) << saved;
+    EXPECT_EQ(dbeta, p.dbeta) << saved;
+  }
+  EXPECT_EQ(mean, p.mean);
+  EXPECT_EQ(rstd, p.rstd);
+  opt.gamma_offset = 1.0f;
+  EXPECT_EQ(simdnorm::group_norm_backward(x, dy, dx.data(), 2, 12, 20, 3,
+                                          simdnorm::Layout::kNHWC, gamma,
+                                          dgamma.data(), dbeta.data(), opt),
+            simdnorm::Status::kInvalidArgument);
 }
 
 SIMDNORM_INSTANTIATE_PER_ISA(GroupBackwardTest);

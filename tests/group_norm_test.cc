@@ -3,7 +3,8 @@
 // match), in both layouts, every dtype triple, hard data (large means, huge
 // and tiny values, groups whose first element is far from the mean), NaN
 // and inf isolated to their group, in place, bitwise identity over thread
-// counts, the C++ wrapper, the registry entry, and bad descriptors.
+// counts, the saved statistics (mean_out, rstd_out), the C++ wrapper, the
+// registry entry, and bad descriptors.
 //
 // The bound (docs/accuracy.md, "GroupNorm"): per element, with xhat the
 // exact normalized value and g, b its channel's weights,
@@ -16,9 +17,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "simdnorm/simdnorm.h"
@@ -300,6 +303,156 @@ TEST_P(GroupNormTest, ThreadCountDoesNotChangeBits) {
   }
 }
 
+// ------------------------------------------------ saved statistics
+//
+// mean_out and rstd_out against the reference's (its float64 statistics
+// rounded once), per (sample, group):
+//   |rstd - want| <= kStatBound * want,
+//   |mean - want| <= kStatBound * (|want| + sd),  sd = 1 / want rstd,
+// i.e. both within 2^-20 of their scale: two roundings to fp32 (2^-23 in
+// all) and the kernel's own statistics, which the fp32 paths sum in fp32
+// blocks (docs/accuracy.md, "Saved statistics"). The test prints the worst
+// seen in units of 2^-23 of that scale.
+constexpr double kStatBound = 0x1p-20;
+
+struct Saved {
+  std::vector<float> mean, rstd;
+};
+
+// p's forward (kernels or reference; 16-bit y with `flags`) with its saved
+// statistics; y into p.y.
+Saved ForwardSaving(Problem& p, unsigned flags, bool reference = false,
+                    size_t max_threads = 0) {
+  const size_t units = p.s.n * p.s.groups;
+  Saved st{std::vector<float>(units, -1.0f), std::vector<float>(units, -1.0f)};
+  simdnorm_group_desc d = p.Desc(max_threads);
+  d.flags = flags;
+  d.mean_out = st.mean.data();
+  d.rstd_out = st.rstd.data();
+  EXPECT_EQ(
+      reference ? simdnorm_group_norm_reference(&d) : simdnorm_group_norm(&d),
+      SIMDNORM_OK);
+  return st;
+}
+
+double g_worst_mean = 0.0, g_worst_rstd = 0.0;  // in 2^-23 of the scale
+
+void ExpectStatsNear(const Saved& got, const Saved& want,
+                     const std::string& what) {
+  for (size_t u = 0; u < want.mean.size(); ++u) {
+    const double wm = want.mean[u], wr = want.rstd[u];
+    const double em = std::fabs(got.mean[u] - wm) / (std::fabs(wm) + 1.0 / wr);
+    const double er = std::fabs(got.rstd[u] - wr) / wr;
+    g_worst_mean = std::max(g_worst_mean, em / 0x1p-23);
+    g_worst_rstd = std::max(g_worst_rstd, er / 0x1p-23);
+    EXPECT_LE(em, kStatBound) << what << " mean of unit " << u << ": "
+                              << got.mean[u] << " want " << wm;
+    EXPECT_LE(er, kStatBound) << what << " rstd of unit " << u << ": "
+                              << got.rstd[u] << " want " << wr;
+  }
+}
+
+// Against the reference's on the fast path (f32 y, fast-rounded bf16 y)
+// and the correctly rounded one (bf16 y); asking for them changes no bit
+// of y; one thread gives the same statistics. Data of mean 1e4 and sd
+// 1e-2 (the fp32 mean is 5 % of a deviation off), tiny values (the
+// general path's rescaling), both layouts, InstanceNorm and one group.
+TEST_P(GroupNormTest, SavedStatistics) {
+  struct Data {
+    double mean, sd;
+  };
+  const Data kData[] = {{0.5, 2.0}, {1e4, 1e-2}, {0.0, 1e-25}};
+  const Shape shapes[] = {{2, 16, 40, 4}, {3, 6, 9, 6}, {2, 10, 33, 1}};
+  struct Out {
+    simdnorm_dtype y_type;
+    unsigned flags;
+  };
+  const Out kOuts[] = {{SIMDNORM_F32, 0u},
+                       {SIMDNORM_BF16, unsigned{SIMDNORM_FAST_ROUNDING}},
+                       {SIMDNORM_BF16, 0u}};
+  uint32_t seed = 300;
+  for (const Data& data : kData) {
+    for (const Shape& s : shapes) {
+      for (simdnorm_layout l : kLayouts) {
+        Problem p(s, l, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
+        Fill(p, data.mean, data.sd, seed++);
+        p.eps = seed % 2 ? 0.0f : 1e-5f;
+        const Saved want = ForwardSaving(p, 0u, /*reference=*/true);
+        for (const Out& o : kOuts) {
+          Problem q = p;
+          q.y = Tensor(o.y_type, p.y.size());
+          simdnorm_group_desc d = q.Desc();
+          d.flags = o.flags;
+          ASSERT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+          const std::vector<uint8_t> plain = q.y.bytes;
+          std::fill(q.y.bytes.begin(), q.y.bytes.end(), 0);
+          const Saved got = ForwardSaving(q, o.flags);
+          const std::string what = std::string(simdnorm_active_isa()) +
+                                   (l == SIMDNORM_NCHW ? " NCHW" : " NHWC") +
+                                   " groups " + std::to_string(s.groups) +
+                                   " y " + DTypeName(o.y_type) + " flags " +
+                                   std::to_string(o.flags) + " mean " +
+                                   std::to_string(data.mean);
+          EXPECT_EQ(q.y.bytes, plain) << what;
+          ExpectStatsNear(got, want, what);
+          const Saved one = ForwardSaving(q, o.flags, false, 1);
+          EXPECT_EQ(0, std::memcmp(one.mean.data(), got.mean.data(),
+                                   got.mean.size() * 4))
+              << what;
+          EXPECT_EQ(0, std::memcmp(one.rstd.data(), got.rstd.data(),
+                                   got.rstd.size() * 4))
+              << what;
+        }
+      }
+    }
+  }
+  std::printf(
+      "%s: saved mean within %.3g and rstd within %.3g * 2^-23 of their "
+      "scale\n",
+      simdnorm_active_isa(), g_worst_mean, g_worst_rstd);
+  g_worst_mean = g_worst_rstd = 0.0;
+}
+
+// A group holding a NaN or an inf saves NaN for both; one of var + eps = 0
+// its mean and rstd = inf; either statistic may be asked for alone.
+TEST_P(GroupNormTest, SavedStatisticsOfNonFiniteGroups) {
+  const Shape s{2, 12, 10, 4};
+  for (simdnorm_layout l : kLayouts) {
+    for (unsigned flags : {0u, unsigned{SIMDNORM_FAST_ROUNDING}}) {
+      for (int reference = 0; reference < 2; ++reference) {
+        Problem p(s, l, SIMDNORM_F32, SIMDNORM_BF16, SIMDNORM_F32);
+        Fill(p, 1.0, 1.0, 5);
+        p.eps = 0.0f;
+        p.x.Set(Index(s, l, 0, 4, 7), NAN);       // sample 0, group 1
+        p.x.Set(Index(s, l, 1, 0, 3), INFINITY);  // sample 1, group 0
+        for (size_t ch = 9; ch < 12; ++ch)        // sample 1, group 3
+          for (size_t q = 0; q < s.hw; ++q) p.x.Set(Index(s, l, 1, ch, q), 2.5);
+        const Saved st = ForwardSaving(p, flags, reference != 0);
+        const std::string what = std::string(simdnorm_active_isa()) +
+                                 (l == SIMDNORM_NCHW ? " NCHW" : " NHWC") +
+                                 " flags " + std::to_string(flags) +
+                                 (reference ? " reference" : "");
+        for (size_t u = 0; u < 8; ++u) {
+          const bool nan = u == 1 || u == 4;
+          EXPECT_EQ(std::isnan(st.mean[u]), nan) << what << " unit " << u;
+          EXPECT_EQ(std::isnan(st.rstd[u]), nan) << what << " unit " << u;
+        }
+        EXPECT_EQ(st.mean[7], 2.5f) << what;
+        EXPECT_EQ(st.rstd[7], INFINITY) << what;
+        // One at a time: the same values.
+        std::vector<float> alone(8, -1.0f);
+        simdnorm_group_desc d = p.Desc();
+        d.flags = flags;
+        d.rstd_out = alone.data();
+        ASSERT_EQ(reference ? simdnorm_group_norm_reference(&d)
+                            : simdnorm_group_norm(&d),
+                  SIMDNORM_OK);
+        EXPECT_EQ(0, std::memcmp(alone.data(), st.rstd.data(), 8 * 4)) << what;
+      }
+    }
+  }
+}
+
 TEST_P(GroupNormTest, CppWrapper) {
   const Shape s{2, 8, 12, 8};
   Problem p(s, SIMDNORM_NHWC, SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32);
@@ -324,6 +477,21 @@ TEST_P(GroupNormTest, CppWrapper) {
   EXPECT_EQ(simdnorm::group_norm(x, y16.data(), s.n, s.c, s.hw, 4,
                                  simdnorm::Layout::kNHWC, g, b, opt),
             simdnorm::Status::kOk);
+  // Options::stats: the descriptor's mean_out and rstd_out.
+  std::vector<float> mean(s.n * 4), rstd(s.n * 4);
+  opt.fast_rounding = false;
+  opt.stats = {mean.data(), rstd.data()};
+  ASSERT_EQ(simdnorm::group_norm(x, y.data(), s.n, s.c, s.hw, 4,
+                                 simdnorm::Layout::kNHWC, g, b, opt),
+            simdnorm::Status::kOk);
+  const simdnorm_group_desc made = simdnorm::make_group_desc(
+      x, y.data(), s.n, s.c, s.hw, 4, simdnorm::Layout::kNHWC, g, b, opt);
+  EXPECT_EQ(made.mean_out, mean.data());
+  EXPECT_EQ(made.rstd_out, rstd.data());
+  p.s.groups = 4;
+  const Saved st = ForwardSaving(p, 0u);
+  EXPECT_EQ(mean, st.mean);
+  EXPECT_EQ(rstd, st.rstd);
   opt.gamma_offset = 1.0f;
   EXPECT_EQ(simdnorm::group_norm(x, y.data(), s.n, s.c, s.hw, 4,
                                  simdnorm::Layout::kNHWC, g, b, opt),
@@ -426,6 +594,33 @@ TEST(GroupNormStatus, BadDescriptorsWriteNothing) {
     EXPECT_EQ(p.y.bytes, sentinel) << c.what;
   }
   EXPECT_EQ(simdnorm_group_norm(nullptr), SIMDNORM_INVALID_ARGUMENT);
+  // The saved statistics (n * groups = 8 floats each) overlap nothing else;
+  // then neither y nor they are written.
+  std::vector<float> stats(16, 5.0f);
+  const std::vector<float> stats_before = stats;
+  const auto overlap = [&](float* mean, float* rstd, const char* what) {
+    simdnorm_group_desc d = good;
+    d.mean_out = mean;
+    d.rstd_out = rstd;
+    EXPECT_EQ(simdnorm_group_norm(&d), SIMDNORM_OVERLAP) << what;
+    EXPECT_EQ(simdnorm_group_norm_reference(&d), SIMDNORM_OVERLAP) << what;
+    EXPECT_EQ(p.y.bytes, sentinel) << what;
+    EXPECT_EQ(stats, stats_before) << what;
+  };
+  overlap(static_cast<float*>(p.y.data()) + 3, nullptr, "mean_out over y");
+  overlap(&stats[0], static_cast<float*>(p.x.data()) + 70, "rstd_out over x");
+  overlap(static_cast<float*>(p.gamma.data()) + 7, &stats[8],
+          "mean_out over gamma");
+  overlap(&stats[0], static_cast<float*>(p.beta.data()), "rstd_out over beta");
+  overlap(&stats[0], &stats[7], "rstd_out over mean_out");
+  {  // adjacent: fine, and written
+    simdnorm_group_desc d = good;
+    d.mean_out = &stats[0];
+    d.rstd_out = &stats[8];
+    EXPECT_EQ(simdnorm_group_norm(&d), SIMDNORM_OK);
+    EXPECT_NE(stats, stats_before);
+    p.y.bytes = sentinel;
+  }
   // n = 0: nothing to do, pointers unused.
   simdnorm_group_desc empty{};
   EXPECT_EQ(simdnorm_group_norm(&empty), SIMDNORM_OK);

@@ -149,10 +149,10 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
     return reference ? simdnorm_backward_reference(&d) : simdnorm_backward(&d);
   }
   if (!op.batch() && !op.backward) {
-    simdnorm_group_desc d{s.n,      s.c,          s.hw,        s.groups,
-                          s.layout, x.data(),     x.type,      o->out.data(),
-                          out_type, gamma.data(), beta.data(), w_type,
-                          eps,      threads,      fast};
+    simdnorm_group_desc d{
+        s.n,    s.c,           s.hw,     s.groups,     s.layout,    x.data(),
+        x.type, o->out.data(), out_type, gamma.data(), beta.data(), w_type,
+        eps,    threads,       fast,     nullptr,      nullptr};
     return reference ? simdnorm_group_norm_reference(&d)
                      : simdnorm_group_norm(&d);
   }
@@ -161,7 +161,7 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
         s.n,      s.c,          s.hw,      s.groups, s.layout,
         x.data(), x.type,       dy.data(), dy.type,  o->out.data(),
         out_type, gamma.data(), w_type,    eps,      dg,
-        db,       threads,      0};
+        db,       threads,      0,         nullptr,  nullptr};
     return reference ? simdnorm_group_norm_backward_reference(&d)
                      : simdnorm_group_norm_backward(&d);
   }
@@ -209,7 +209,9 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
                                  dg,
                                  db,
                                  threads,
-                                 0};
+                                 0,
+                                 nullptr,
+                                 nullptr};
   return reference ? simdnorm_batch_norm_backward_reference(&d)
                    : simdnorm_batch_norm_backward(&d);
 }

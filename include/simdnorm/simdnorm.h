@@ -349,7 +349,8 @@ static inline simdnorm_status simdnorm_backward_reference(
  * 0, is the default quiet NaN throughout; other groups are not affected.
  *
  * Aliasing: y may be exactly x (same pointer and element size): in place.
- * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP.
+ * Any other overlap of y with x, gamma or beta is SIMDNORM_OVERLAP, and so
+ * is any overlap of mean_out or rstd_out (below) with another buffer.
  *
  * Errors: validated first, in this order: enums (I8: UNSUPPORTED), eps,
  * flags (INVALID_ARGUMENT); then, when n > 0, NULL x or y (INVALID_ARGUMENT),
@@ -383,6 +384,19 @@ typedef struct simdnorm_group_desc {
   float eps;          /* >= 0 and finite */
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
   unsigned flags;     /* 0 or SIMDNORM_FAST_ROUNDING */
+  /* Saved statistics for a later simdnorm_group_norm_backward (training),
+   * as torch's native_group_norm returns them: n * groups floats each,
+   * [sample][group] (index i * groups + g), dense, NULL = not wanted,
+   * overwritten; either may come alone. mean_out: the group's mean;
+   * rstd_out: 1 / sqrt(var + eps). Each is the kernel's float64 statistic
+   * rounded once to fp32: within 2^-20 of the reference's (rstd relative,
+   * the mean relative to |mean| + the group's standard deviation;
+   * docs/accuracy.md), not the same bits on every ISA nor with and without
+   * SIMDNORM_FAST_ROUNDING; both NaN for a group holding an inf or NaN,
+   * rstd inf where var + eps = 0. Asking for them changes no bit of y.
+   * They overlap nothing else (SIMDNORM_OVERLAP). */
+  float* mean_out;
+  float* rstd_out;
 } simdnorm_group_desc;
 
 /* The smallest group descriptor a caller may pass: that of 0.4. */
@@ -414,8 +428,9 @@ static inline simdnorm_status simdnorm_group_norm_reference(
 /* GroupNorm's (and InstanceNorm's) backward pass. For each sample i and
  * group G, over its m = cg * hw elements, with the forward's statistics
  * (recomputed from x by the forward's own code: mean, var, population,
- * eps inside the square root), r = 1 / sqrt(var + eps), xhat = (x - mean)
- * * r and g = dy * gamma[ch]:
+ * eps inside the square root; or the forward's saved ones, mean and rstd
+ * below), r = 1 / sqrt(var + eps), xhat = (x - mean) * r and g = dy *
+ * gamma[ch]:
  *   dx = r * (g - mean_G(g) - xhat * mean_G(g * xhat))
  * (LayerNorm's formula over the group; docs/accuracy.md, "Backward"), and
  * over all samples and positions of each channel ch
@@ -440,18 +455,20 @@ static inline simdnorm_status simdnorm_group_norm_reference(
  * dbeta); other groups are not affected.
  *
  * Errors: validated first, in this order: enums (I8 anywhere:
- * UNSUPPORTED), eps, flags (INVALID_ARGUMENT); NULL x, dy or dx when n > 0
- * (INVALID_ARGUMENT); shapes (c, hw or groups 0, c % groups != 0, sizes
- * that overflow: INVALID_SHAPE; checked when n > 0 or dgamma or dbeta is
- * wanted); overlaps. On any status other than SIMDNORM_OK nothing has been
- * written. n = 0 is valid: then x, dy and dx may be NULL, and dgamma and
- * dbeta (when not NULL) are set to zeros.
+ * UNSUPPORTED), eps, flags, one of mean and rstd without the other
+ * (INVALID_ARGUMENT); NULL x, dy or dx when n > 0 (INVALID_ARGUMENT);
+ * shapes (c, hw or groups 0, c % groups != 0, sizes that overflow:
+ * INVALID_SHAPE; checked when n > 0 or dgamma or dbeta is wanted);
+ * overlaps. On any status other than SIMDNORM_OK nothing has been
+ * written. n = 0 is valid: then x, dy and dx may be NULL (and mean and
+ * rstd are not read), and dgamma and dbeta (when not NULL) are set to
+ * zeros.
  *
  * Threads as for the forward: (sample, group) units (NCHW) or samples
  * (NHWC) over at most max_threads threads. Allocation: one heap allocation
- * per call (the fp32 gamma and the samples' partial sums), and in NHWC, as
- * in the forward, per-thread scratch (per-channel constants and fp32
- * blocks of dy and dx). */
+ * per call (the fp32 gamma and the samples' partial sums), and per-thread
+ * scratch: NCHW a group's per-channel sums; NHWC, as in the forward,
+ * per-channel constants and sums and fp32 blocks of dy and dx. */
 typedef struct simdnorm_group_backward_desc {
   size_t n;      /* samples */
   size_t c;      /* channels */
@@ -473,6 +490,19 @@ typedef struct simdnorm_group_backward_desc {
   float* dbeta;
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
   unsigned flags;     /* 0 (none defined yet) */
+  /* The forward's saved statistics (simdnorm_group_desc's mean_out and
+   * rstd_out on the same x, groups and eps), n * groups floats each,
+   * [sample][group], NULL = none: then the kernels skip recomputing them
+   * (one pass over x fewer, three on groups the forward's general path
+   * takes). Both or neither (INVALID_ARGUMENT). With d = x - mean in fp32
+   * and c = mean_G(d) summed with the gradients (what the fp32 mean
+   * missed), xhat = (d - c) * rstd and r = rstd in the formulas above, so
+   * an fp32 mean far from 0 costs no accuracy: the bound of
+   * docs/accuracy.md holds. A group whose saved rstd is not positive and
+   * finite (or whose mean is not finite: the forward's NaN groups) is
+   * recomputed. The reference ignores them (it recomputes in float64). */
+  const float* mean;
+  const float* rstd;
 } simdnorm_group_backward_desc;
 
 /* The smallest group backward descriptor a caller may pass: that of 0.4. */
@@ -619,7 +649,8 @@ static inline simdnorm_status simdnorm_batch_norm_reference(
  * its M = n * hw elements, with g = dy * gamma[ch] (NULL gamma: 1):
  *   training (the statistics are the batch's, functions of x):
  *     mean and var (population) recomputed from x exactly as
- *     simdnorm_batch_norm computes them, r = 1 / sqrt(var + eps),
+ *     simdnorm_batch_norm computes them (or the forward's saved ones:
+ *     save_mean and save_invstd below), r = 1 / sqrt(var + eps),
  *     xhat = (x - mean) * r,
  *     dx = r * (g - mean_ch(g) - xhat * mean_ch(g * xhat))
  *   inference (running_mean and running_var are constants):
@@ -654,7 +685,8 @@ static inline simdnorm_status simdnorm_batch_norm_reference(
  *
  * Errors: validated first, in this order: enums (I8 anywhere:
  * UNSUPPORTED), eps, flags (INVALID_ARGUMENT), inference without both
- * running statistics (INVALID_ARGUMENT); then, when n > 0, NULL x, dy or
+ * running statistics, training with one of save_mean and save_invstd
+ * without the other (INVALID_ARGUMENT); then, when n > 0, NULL x, dy or
  * dx (INVALID_ARGUMENT), shapes (c or hw 0, sizes that overflow, training
  * with M = 1: INVALID_SHAPE), overlaps. On any status other than
  * SIMDNORM_OK nothing has been written. n = 0 is valid: x, dy and dx may
@@ -690,6 +722,17 @@ typedef struct simdnorm_batch_backward_desc {
   float* dbeta;
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
   unsigned flags;     /* 0 (none defined yet) */
+  /* Training: the forward's saved statistics (simdnorm_batch_desc's
+   * save_mean and save_invstd on the same x and eps), c floats each,
+   * NULL = none: then the kernels skip recomputing them, as
+   * simdnorm_group_backward_desc's mean and rstd (the same correction c,
+   * the same bound). Both or neither (INVALID_ARGUMENT). A channel whose
+   * save_invstd is not positive and finite (or whose save_mean is not
+   * finite) is recomputed. Inference does not read them (as the forward
+   * writes none there): not checked, not read. The reference ignores
+   * them. */
+  const float* save_mean;
+  const float* save_invstd;
 } simdnorm_batch_backward_desc;
 
 /* The smallest batch backward descriptor a caller may pass: that of 0.4. */

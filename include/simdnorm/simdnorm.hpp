@@ -179,9 +179,12 @@ struct Rows {
       : data(o.data), rows(o.rows), cols(o.cols), stride(o.stride) {}
 };
 
-// Saved statistics, rows floats each (simdnorm.h: simdnorm_desc's mean_out
-// and rstd_out, simdnorm_backward_desc's mean and rstd): the forward writes
-// them, a backward on the same x reads them. nullptr = not wanted / none.
+// Saved statistics (simdnorm.h), the forward writes them, a backward on the
+// same x reads them; nullptr = not wanted / none. Rows: rows floats each
+// (simdnorm_desc's mean_out and rstd_out, simdnorm_backward_desc's mean and
+// rstd); GroupNorm and InstanceNorm: n * groups ([sample][group]: the
+// group descriptors' mean_out, rstd_out, mean and rstd); BatchNorm
+// training: c (save_mean and save_invstd, rstd being the invstd).
 struct Stats {
   float* mean = nullptr;
   float* rstd = nullptr;
@@ -500,6 +503,8 @@ simdnorm_group_desc make_group_desc(
   d.eps = opt.eps;
   d.max_threads = opt.max_threads;
   d.flags = opt.fast_rounding ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u;
+  d.mean_out = opt.stats.mean;
+  d.rstd_out = opt.stats.rstd;
   return d;
 }
 
@@ -528,8 +533,9 @@ Status instance_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
 // simdnorm_batch_desc). Inference (training == false) reads running_mean
 // and running_var (required); training normalizes by the batch's
 // statistics, updates the running statistics when given and writes
-// save_mean / save_invstd when given. y may be x. 16-bit y as for
-// group_norm; gamma_offset and round_normalized do not apply.
+// save_mean / save_invstd when given (when both are nullptr, opt.stats's
+// mean and rstd instead). y may be x. 16-bit y as for group_norm;
+// gamma_offset and round_normalized do not apply.
 inline Status batch_norm(const simdnorm_batch_desc& d) {
   return static_cast<Status>(simdnorm_batch_norm_sized(&d, sizeof(d)));
 }
@@ -564,14 +570,97 @@ Status batch_norm(const X* x, Y* y, size_t n, size_t c, size_t hw,
   d.param_type = g.param_type;
   d.running_mean = running_mean;
   d.running_var = running_var;
-  d.save_mean = save_mean;
-  d.save_invstd = save_invstd;
+  const bool given = save_mean != nullptr || save_invstd != nullptr;
+  d.save_mean = given ? save_mean : opt.stats.mean;
+  d.save_invstd = given ? save_invstd : opt.stats.rstd;
   d.momentum = momentum;
   d.eps = opt.eps;
   d.training = training ? 1 : 0;
   d.max_threads = g.max_threads;
   d.flags = g.flags;
   return batch_norm(d);
+}
+
+// The channel kinds' backward passes (simdnorm.h): dx from x (the
+// forward's input) and dy, all three of x's shape (n, c, *spatial), hw =
+// the spatial product, and layout; dx may be exactly dy (same type: in
+// place). dgamma and dbeta: c floats each, overwritten with the sums
+// (nullptr = not wanted). Of Options, eps and max_threads apply (the
+// forward's), and stats: the forward's saved statistics, read instead of
+// recomputed (both or neither); gamma_offset does not (kInvalidArgument
+// when set), round_normalized and fast_rounding are ignored.
+inline Status group_norm_backward(const simdnorm_group_backward_desc& d) {
+  return static_cast<Status>(simdnorm_group_norm_backward_sized(&d, sizeof(d)));
+}
+inline Status batch_norm_backward(const simdnorm_batch_backward_desc& d) {
+  return static_cast<Status>(simdnorm_batch_norm_backward_sized(&d, sizeof(d)));
+}
+
+namespace detail {
+// The fields the channel backward descriptors (group, batch) share.
+template <class Desc, class X, class DY, class DX, class P>
+Desc channel_grad_desc(const X* x, const DY* dy, DX* dx, size_t n, size_t c,
+                       size_t hw, Layout layout, const P* gamma, float* dgamma,
+                       float* dbeta, const Options& opt) {
+  static_assert(!kIsInt8<X> && !kIsInt8<DY> && !kIsInt8<DX> && !kIsInt8<P>,
+                "the backward has no int8 operands");
+  Desc d{};
+  d.n = n;
+  d.c = c;
+  d.hw = hw;
+  d.layout = static_cast<simdnorm_layout>(layout);
+  d.x = x;
+  d.x_type = static_cast<simdnorm_dtype>(dtype_of<X>());
+  d.dy = dy;
+  d.dy_type = static_cast<simdnorm_dtype>(dtype_of<DY>());
+  d.dx = dx;
+  d.dx_type = static_cast<simdnorm_dtype>(dtype_of<DX>());
+  d.gamma = gamma;
+  d.param_type = static_cast<simdnorm_dtype>(dtype_of<P>());
+  d.eps = opt.eps;
+  d.dgamma = dgamma;
+  d.dbeta = dbeta;
+  d.max_threads = opt.max_threads;
+  return d;
+}
+}  // namespace detail
+
+// GroupNorm's (InstanceNorm's: groups = c) backward; opt.stats: n * groups
+// floats each, as group_norm wrote them.
+template <class X, class DY, class DX, class P = float>
+Status group_norm_backward(const X* x, const DY* dy, DX* dx, size_t n, size_t c,
+                           size_t hw, size_t groups,
+                           Layout layout = Layout::kNCHW,
+                           const P* gamma = nullptr, float* dgamma = nullptr,
+                           float* dbeta = nullptr, Options opt = {}) {
+  if (opt.gamma_offset != 0.0f) return Status::kInvalidArgument;
+  auto d = detail::channel_grad_desc<simdnorm_group_backward_desc>(
+      x, dy, dx, n, c, hw, layout, gamma, dgamma, dbeta, opt);
+  d.groups = groups;
+  d.mean = opt.stats.mean;
+  d.rstd = opt.stats.rstd;
+  return group_norm_backward(d);
+}
+
+// BatchNorm's backward: inference (training == false) reads running_mean
+// and running_var (required); training recomputes the batch's statistics,
+// or reads opt.stats (c floats each: batch_norm's save_mean and
+// save_invstd).
+template <class X, class DY, class DX, class P = float>
+Status batch_norm_backward(const X* x, const DY* dy, DX* dx, size_t n, size_t c,
+                           size_t hw, Layout layout, const float* running_mean,
+                           const float* running_var, bool training,
+                           const P* gamma = nullptr, float* dgamma = nullptr,
+                           float* dbeta = nullptr, Options opt = {}) {
+  if (opt.gamma_offset != 0.0f) return Status::kInvalidArgument;
+  auto d = detail::channel_grad_desc<simdnorm_batch_backward_desc>(
+      x, dy, dx, n, c, hw, layout, gamma, dgamma, dbeta, opt);
+  d.running_mean = running_mean;
+  d.running_var = running_var;
+  d.training = training ? 1 : 0;
+  d.save_mean = opt.stats.mean;
+  d.save_invstd = opt.stats.rstd;
+  return batch_norm_backward(d);
 }
 
 // The registry of operations (simdnorm.h): every kind, with what it accepts.

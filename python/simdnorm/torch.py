@@ -42,7 +42,10 @@ simdnorm_group_norm_backward, BatchNorm (`batch_norm`, the
 `BatchNorm1d/2d/3d` modules, and `instance_norm(use_input_stats=False)`,
 which is BatchNorm's inference) through simdnorm_batch_norm_backward: dx
 in the input's dtype, dweight and dbias per channel summed in float32,
-the same bits for any thread count.
+the same bits for any thread count. As torch's native_group_norm and
+native_batch_norm do, the forward saves the statistics it normalized by
+(each group's mean and rstd; in training each channel's mean and invstd)
+and the backward reuses them instead of a statistics pass over x.
 `normalize` takes any `dim` (p = 2 only): other than the last, through a
 copy with that dimension moved last.
 """
@@ -464,16 +467,18 @@ def _in_layout(t, layout):
 
 
 class _GroupNorm(torch.autograd.Function):
-    """group_norm under autograd: the forward as without grad, the
-    backward through simdnorm_group_norm_backward (the forward's statistics
-    recomputed from x; dx, dweight and dbias in x's layout and dtype)."""
+    """group_norm under autograd: the forward as without grad, saving each
+    (sample, group)'s mean and rstd (as torch's native_group_norm does);
+    the backward through simdnorm_group_norm_backward on those statistics
+    (no statistics pass; dx, dweight and dbias in x's layout and dtype)."""
 
     @staticmethod
     def forward(ctx, who, x, num_groups, weight, bias, eps, fast_rounding):
         # Grad mode is off in here: _group_norm computes y directly.
-        y, xl, layout = _group_norm(who, x, num_groups, weight, bias, eps,
-                                    read=True, fast_rounding=fast_rounding)
-        ctx.save_for_backward(xl, weight)
+        y, xl, layout, stats = _group_norm(who, x, num_groups, weight, bias,
+                                           eps, read=True,
+                                           fast_rounding=fast_rounding)
+        ctx.save_for_backward(xl, weight, *stats)
         ctx.who, ctx.num_groups, ctx.eps, ctx.layout = who, num_groups, \
             float(eps), layout
         if bias is not None:
@@ -482,7 +487,7 @@ class _GroupNorm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, dy):
-        x, weight = ctx.saved_tensors
+        x, weight, mean, rstd = ctx.saved_tensors
         want_w, want_b = ctx.needs_input_grad[3], ctx.needs_input_grad[4]
         n, c = x.shape[0], x.shape[1]
         dyl = _in_layout(dy.to(x.dtype), ctx.layout)
@@ -499,7 +504,8 @@ class _GroupNorm(torch.autograd.Function):
             x.data_ptr(), dyl.data_ptr(), dx.data_ptr(),
             x_type | x_type << 4 | x_type << 8 | param_type << 12, gamma,
             ctx.eps, 0 if dgamma is None else dgamma.data_ptr(),
-            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads(),
+            mean.data_ptr(), rstd.data_ptr())
         del keep
         dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
         return None, dx, None, dw, db, None, None
@@ -511,7 +517,8 @@ def _group_norm(who, x, num_groups, weight, bias, eps, read=False,
     and memory format: contiguous tensors are read as NCHW, channels-last
     ones as NHWC (no copy); any other layout through a contiguous copy.
     Under autograd, through _GroupNorm. With `read`, (y, the tensor read,
-    its layout)."""
+    its layout, (mean, rstd)): the saved statistics, N * num_groups
+    float32 each (simdnorm_group_desc's mean_out, rstd_out)."""
     x_type = _tensor(x, "input", who)
     if _needs_grad(x, weight, bias):
         return _GroupNorm.apply(who, x, num_groups, weight, bias, eps,
@@ -532,17 +539,20 @@ def _group_norm(who, x, num_groups, weight, bias, eps, read=False,
     gamma, beta, param_type, keep = _group_params(who, c, weight, bias)
     hw = math.prod(x.shape[2:])
     x, layout, y = _layout(x)
+    stats = (torch.empty(n * num_groups), torch.empty(n * num_groups)) if (
+        read) else ()
     if n == 0:
-        return (y, x, layout) if read else y
+        return (y, x, layout, stats) if read else y
     flags = _rounding(fast_rounding)
     status = _core.group_norm(
         n, c, hw, num_groups, layout, x.data_ptr(), y.data_ptr(),
         x_type | x_type << 4 | param_type << 8, gamma, beta, float(eps),
-        flags, torch.get_num_threads())
+        flags, torch.get_num_threads(),
+        *(t.data_ptr() for t in stats))
     del keep
     if status:
         raise _rows.error(status, who)
-    return (y, x, layout) if read else y
+    return (y, x, layout, stats) if read else y
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, *,
@@ -641,10 +651,13 @@ def _running(who, name, t, c):
 
 
 def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
-                momentum, eps, fast_rounding=False):
+                momentum, eps, fast_rounding=False, saved=None):
     """BatchNorm of an (N, C, *spatial) tensor into a new one of its dtype
     and memory format (layouts as _group_norm's); running statistics
-    updated in place in training. Nothing is written on an error."""
+    updated in place in training, and `saved` (training: two float32
+    tensors of C, or None) set to the batch's mean and invstd
+    (simdnorm_batch_desc's save_mean, save_invstd). Nothing is written on
+    an error."""
     x_type = _tensor(x, "input", who)
     if _needs_grad(x, weight, bias):
         return _BatchNorm.apply(who, x, running_mean, running_var, weight,
@@ -681,7 +694,8 @@ def _batch_norm(who, x, running_mean, running_var, weight, bias, training,
     status = _core.batch_norm(
         n, c, hw, layout, x.data_ptr(), y.data_ptr(),
         x_type | x_type << 4 | param_type << 8, gamma, beta, mean_ptr,
-        var_ptr, 0, 0, float(momentum), float(eps), training, flags,
+        var_ptr, *((t.data_ptr() for t in saved) if saved else (0, 0)),
+        float(momentum), float(eps), training, flags,
         torch.get_num_threads())
     del keep
     if status:
@@ -698,17 +712,21 @@ class _BatchNorm(torch.autograd.Function):
     """batch_norm under autograd: the forward as without grad (running
     statistics updated in place in training), the backward through
     simdnorm_batch_norm_backward (lib/batch_backward-inl.h): in training
-    the batch's statistics recomputed from x as the forward computes them,
-    in inference the running statistics of the forward's call."""
+    on the batch's mean and invstd that the forward saved (torch's
+    native_batch_norm's save_mean, save_invstd; no statistics pass), in
+    inference on the running statistics of the forward's call."""
 
     @staticmethod
     def forward(ctx, who, x, running_mean, running_var, weight, bias,
                 training, momentum, eps, fast_rounding):
         # Grad mode is off in here: _batch_norm computes y directly.
+        saved = None
+        if training and x.dim() >= 2:
+            saved = (torch.empty(x.shape[1]), torch.empty(x.shape[1]))
         y = _batch_norm(who, x, running_mean, running_var, weight, bias,
-                        training, momentum, eps, fast_rounding)
+                        training, momentum, eps, fast_rounding, saved)
         ctx.who, ctx.training, ctx.eps = who, bool(training), float(eps)
-        stats = ()
+        stats = saved or ()
         if not ctx.training:
             # The constants of dx, as float32, copied: a later update of
             # the buffers must not change this graph's gradient.
@@ -740,7 +758,11 @@ class _BatchNorm(torch.autograd.Function):
         if weight is not None:
             keep = weight.contiguous()
             gamma, param_type = keep.data_ptr(), _DTYPES[keep.dtype]
+        # Inference: the running statistics; training: the saved ones.
         rm, rv = (t.data_ptr() for t in stats) if stats else (0, 0)
+        saved = (rm, rv) if ctx.training else (0, 0)
+        if ctx.training:
+            rm = rv = 0
         dgamma = torch.empty(c) if want_w else None
         dbeta = torch.empty(c) if want_b else None
         types = (_DTYPES[x.dtype] | _DTYPES[dy.dtype] << 4 |
@@ -749,7 +771,8 @@ class _BatchNorm(torch.autograd.Function):
             n, c, hw, layout, x.data_ptr(), dy.data_ptr(), dx.data_ptr(),
             types, gamma, rm, rv, ctx.eps, ctx.training,
             0 if dgamma is None else dgamma.data_ptr(),
-            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads())
+            0 if dbeta is None else dbeta.data_ptr(), torch.get_num_threads(),
+            *saved)
         del keep
         dw, db = _weight_grads(ctx, status, dgamma, dbeta, weight)
         return None, dx, None, None, dw, db, None, None, None, None

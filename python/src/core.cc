@@ -433,7 +433,8 @@ PYBIND11_MODULE(_core, m) {
       "group_norm",
       [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
          uintptr_t y, unsigned types, uintptr_t gamma, uintptr_t beta,
-         float eps, unsigned flags, size_t max_threads) {
+         float eps, unsigned flags, size_t max_threads, uintptr_t mean_out,
+         uintptr_t rstd_out) {
         // In the field order of simdnorm_group_desc (which only grows at
         // its end).
         const simdnorm_group_desc d{n,
@@ -450,19 +451,27 @@ PYBIND11_MODULE(_core, m) {
                                     TypeAt(types, 2),
                                     eps,
                                     max_threads,
-                                    flags};
+                                    flags,
+                                    Ptr<float>(mean_out),
+                                    Ptr<float>(rstd_out)};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_group_norm(&d));
       },
+      py::arg("n"), py::arg("c"), py::arg("hw"), py::arg("groups"),
+      py::arg("layout"), py::arg("x"), py::arg("y"), py::arg("types"),
+      py::arg("gamma"), py::arg("beta"), py::arg("eps"), py::arg("flags"),
+      py::arg("max_threads"), py::arg("mean_out") = 0, py::arg("rstd_out") = 0,
       "simdnorm_group_norm on one descriptor (n, c, hw, groups, layout, x, "
       "y, types = x | y << 4 | param << 8, gamma, beta, eps, flags, "
-      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+      "max_threads[, mean_out, rstd_out: n * groups float32 each, the saved "
+      "statistics]; addresses as integers, 0 = NULL); returns the status.");
 
   m.def(
       "group_norm_backward",
       [](size_t n, size_t c, size_t hw, size_t groups, int layout, uintptr_t x,
          uintptr_t dy, uintptr_t dx, unsigned types, uintptr_t gamma, float eps,
-         uintptr_t dgamma, uintptr_t dbeta, size_t max_threads) {
+         uintptr_t dgamma, uintptr_t dbeta, size_t max_threads, uintptr_t mean,
+         uintptr_t rstd) {
         // In the field order of simdnorm_group_backward_desc (which only
         // grows at its end).
         const simdnorm_group_backward_desc d{
@@ -483,14 +492,22 @@ PYBIND11_MODULE(_core, m) {
             Ptr<float>(dgamma),
             Ptr<float>(dbeta),
             max_threads,
-            0u};
+            0u,
+            Ptr<const float>(mean),
+            Ptr<const float>(rstd)};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_group_norm_backward(&d));
       },
+      py::arg("n"), py::arg("c"), py::arg("hw"), py::arg("groups"),
+      py::arg("layout"), py::arg("x"), py::arg("dy"), py::arg("dx"),
+      py::arg("types"), py::arg("gamma"), py::arg("eps"), py::arg("dgamma"),
+      py::arg("dbeta"), py::arg("max_threads"), py::arg("mean") = 0,
+      py::arg("rstd") = 0,
       "simdnorm_group_norm_backward on one descriptor (n, c, hw, groups, "
       "layout, x, dy, dx, types = x | dy << 4 | dx << 8 | param << 12, "
-      "gamma, eps, dgamma, dbeta (float32 or 0), max_threads; addresses as "
-      "integers, 0 = NULL); returns the status.");
+      "gamma, eps, dgamma, dbeta (float32 or 0), max_threads[, mean, rstd: "
+      "the forward's saved statistics]; addresses as integers, 0 = NULL); "
+      "returns the status.");
 
   m.def(
       "batch_norm",
@@ -534,7 +551,8 @@ PYBIND11_MODULE(_core, m) {
       [](size_t n, size_t c, size_t hw, int layout, uintptr_t x, uintptr_t dy,
          uintptr_t dx, unsigned types, uintptr_t gamma, uintptr_t running_mean,
          uintptr_t running_var, float eps, bool training, uintptr_t dgamma,
-         uintptr_t dbeta, size_t max_threads) {
+         uintptr_t dbeta, size_t max_threads, uintptr_t save_mean,
+         uintptr_t save_invstd) {
         // In the field order of simdnorm_batch_backward_desc (which only
         // grows at its end).
         const simdnorm_batch_backward_desc d{
@@ -557,14 +575,23 @@ PYBIND11_MODULE(_core, m) {
             Ptr<float>(dgamma),
             Ptr<float>(dbeta),
             max_threads,
-            0u};
+            0u,
+            Ptr<const float>(save_mean),
+            Ptr<const float>(save_invstd)};
         py::gil_scoped_release unlocked;
         return static_cast<int>(simdnorm_batch_norm_backward(&d));
       },
+      py::arg("n"), py::arg("c"), py::arg("hw"), py::arg("layout"),
+      py::arg("x"), py::arg("dy"), py::arg("dx"), py::arg("types"),
+      py::arg("gamma"), py::arg("running_mean"), py::arg("running_var"),
+      py::arg("eps"), py::arg("training"), py::arg("dgamma"), py::arg("dbeta"),
+      py::arg("max_threads"), py::arg("save_mean") = 0,
+      py::arg("save_invstd") = 0,
       "simdnorm_batch_norm_backward on one descriptor (n, c, hw, layout, x, "
       "dy, dx, types = x | dy << 4 | dx << 8 | param << 12, gamma, "
       "running_mean, running_var, eps, training, dgamma, dbeta, "
-      "max_threads; addresses as integers, 0 = NULL); returns the status.");
+      "max_threads[, save_mean, save_invstd: training's saved statistics]; "
+      "addresses as integers, 0 = NULL); returns the status.");
 
   m.def(
       "status_string",

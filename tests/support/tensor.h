@@ -59,6 +59,23 @@ inline size_t ChannelIndex(size_t c, size_t hw, simdnorm_layout l, size_t i,
   return l == SIMDNORM_NCHW ? (i * c + ch) * hw + p : (i * hw + p) * c + ch;
 }
 
+// The fields a channel forward descriptor (simdnorm_group_desc,
+// simdnorm_batch_desc) shares: the shape, x, y (f32) and eps; no weights.
+template <class Desc>
+void FillChannelForward(Desc& d, size_t n, size_t c, size_t hw,
+                        simdnorm_layout layout, const Tensor& x, float* y,
+                        float eps) {
+  d.n = n;
+  d.c = c;
+  d.hw = hw;
+  d.layout = layout;
+  d.x = x.data();
+  d.x_type = x.t;
+  d.y = y;
+  d.y_type = SIMDNORM_F32;
+  d.eps = eps;
+}
+
 // y against exact values: f32 within bound[k]; 16-bit a rounding of some
 // value within bound[k] of exact[k]; NaN exact values the default quiet
 // NaN. Returns the number of failures (reporting the first few as
