@@ -221,7 +221,10 @@ def channel_cases(op, x, groups, w, b, eps, backward):
     """torch's call and simdnorm.torch's (through autograd when backward:
     dx, dweight, dbias), and a copy of the bytes the call moves."""
     c = x.shape[1]
-    rm, rv = torch.randn(c) * 0.1, torch.rand(c) + 0.5
+    # Running statistics of x's dtype, as a model cast to it holds them
+    # (torch 1.13 refuses float32 ones with 16-bit input in training).
+    rm = (torch.randn(c) * 0.1).to(x.dtype)
+    rv = (torch.rand(c) + 0.5).to(x.dtype)
     leaves = [t.clone().requires_grad_(backward) for t in (x, w, b)]
     if op == "groupnorm":
         ys = [f(*leaves[:1], groups, *leaves[1:], 1e-5)
