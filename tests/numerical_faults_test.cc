@@ -386,7 +386,7 @@ TEST(ReferenceBf16, InfiniteTruthRoundsToInfinity) {
 }
 
 // Regression (found by simdnorm_fuzz, fixed in lib/norm_rows-inl.h,
-// GammaBeta): on ISAs without FMA (x86 SSE4, SSSE3, SCALAR; EMU128 in clang
+// GammaBeta): on ISAs without FMA (x86 SSE4, SCALAR; EMU128 in clang
 // builds) y = xhat * gamma + beta is a multiply and an add, and xhat * gamma
 // overflowed to infinity although y is finite: LayerNorm of {-9, 1 x 9}
 // (xhat[0] = -3) with gamma = beta = -1.5e38 gives y[0] = 3e38, not +inf.

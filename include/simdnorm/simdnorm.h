@@ -410,9 +410,9 @@ simdnorm_group_norm_sized(const simdnorm_group_desc* d, size_t desc_size);
 
 /* The same contract from the formula above in float64 (x and the weights
  * widened exactly, mean and variance by two passes), each output rounded
- * once to y_type: the truth the kernels are tested against. Validated as
- * simdnorm_group_norm (16-bit y also needs SIMDNORM_FAST_ROUNDING).
- * Single-threaded. */
+ * once to y_type: the truth the kernels are tested against (16-bit y: the
+ * correctly rounded bits every ISA writes by default). Validated as
+ * simdnorm_group_norm. Single-threaded. */
 SIMDNORM_API simdnorm_status simdnorm_group_norm_reference_sized(
     const simdnorm_group_desc* d, size_t desc_size);
 
