@@ -220,7 +220,7 @@ HWY_INLINE hn::Mask<DF> CheckedVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
 // One vector of a lean unit (CheckedConsts::lean): t and y as
 // CheckedVector computes them, and the bound r|y| + w, w = LeanWeights (w0
 // = LeanWeightsAtZero where d = 0): 4 operations a vector against
-// CheckedVector's 9.
+// CheckedVector's 9. bf16 y comes back rounded (RoundsAlikeBF16).
 template <typename TY, class DF>
 HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
                                    hn::Vec<DF> mul, hn::Vec<DF> add,
@@ -230,7 +230,12 @@ HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
   const auto d = hn::Sub(xv, m);
   y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
   const auto wd = hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w);
-  return RoundsClear<TY>(df, y, hn::MulAdd(r, hn::Abs(y), wd));
+  const auto e = hn::MulAdd(r, hn::Abs(y), wd);
+  if constexpr (std::is_same_v<TY, bf16_t>) {
+    return RoundsAlikeBF16(df, y, e, y);  // y is rounded (stores keep it)
+  } else {
+    return RoundsClear<TY>(df, y, e);
+  }
 }
 
 // One vector of a checked unit by its bound: the lean one (kLean: r, w,

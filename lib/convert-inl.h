@@ -391,6 +391,29 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 #endif
 }
 
+// Stores of results already rounded to bf16 (their low halves are zero, as
+// RoundsAlikeBF16 gives them): the top halves moved into place, no
+// rounding. A pair as StorePair places it; one vector in order.
+template <class DF>
+HWY_INLINE void StoreRoundedPair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                                 bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  (void)df;
+  const auto bits =
+      hn::Or(hn::ShiftRight<16>(hn::BitCast(du32, a)), hn::BitCast(du32, b));
+  hn::StoreU(bits, du32, reinterpret_cast<uint32_t*>(p));
+}
+template <class DF>
+HWY_INLINE void StoreRounded(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
+  const hn::RebindToUnsigned<DF> du32;
+  const hn::RebindToSigned<DF> di32;
+  const hn::Rebind<uint16_t, DF> d16;
+  (void)df;
+  const auto top = hn::ShiftRight<16>(hn::BitCast(du32, v));
+  hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di32, top)), d16,
+             reinterpret_cast<uint16_t*>(p));
+}
+
 // ------------------------------ Tails
 
 // Loads the first `count` (< Lanes) elements; the other lanes are zero.

@@ -1147,8 +1147,14 @@ struct RowBound {
   float alpha, beta;
 };
 
+// `nudge` (the lean rows): where the mean is exact in fp32 and not 0, the shift
+// is moved one ulp toward zero, so that add is not 0. With add = 0 a row
+// cannot take the lean bound (YBoundOf: its floor would flag the exact
+// zeros of d = 0), and bf16 rows often have an exact mean: 1 in 7 at
+// hidden 896 (n = 7 * 128), nearly all at 4096. The channels keep the
+// exact shift (their lean loops take d = 0 apart instead).
 inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
-                         RowScale& k, RowBound& bound) {
+                         RowScale& k, RowBound& bound, bool nudge = false) {
   if (!(st.er >= 0.0 && st.r >= 0x1p-100 && st.r <= 0x1p100)) return false;
   const float mul = static_cast<float>(st.r);
   // LayerNorm's shift: the mean rounded to fp32, so that add (what the
@@ -1158,10 +1164,14 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
   double c = st.c, dc = st.dc;
   const float mean = static_cast<float>(st.k + st.c);
   if (layernorm && std::isfinite(mean)) {
-    const double km = st.k - static_cast<double>(mean);
+    m = mean;
+    double km = st.k - static_cast<double>(m);
+    if (nudge && km + st.c == 0.0 && m != 0.0f) {
+      m = std::nextafter(m, 0.0f);
+      km = st.k - static_cast<double>(m);
+    }
     c = km + st.c;
     dc = st.dc + 0x1p-52 * (std::fabs(km) + std::fabs(c));
-    m = mean;
   }
   // + 0.0f: a zero add is +0, so that t = d * mul + add of a zero d is
   // LayerNorm's +0 xhat (-0 * mul + -0 would be -0).
@@ -1292,8 +1302,12 @@ HWY_INLINE hn::Mask<DF> HFCheckedAt(DF df, const TX* HWY_RESTRICT x,
   hn::Vec<DF> t, et, g, b;
   TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t, et,
                            g, b);
-  tx = RoundTo<TX>(df, t);
-  t_clear = RoundsClear<TX>(df, t, et);
+  if constexpr (std::is_same_v<TX, bf16_t>) {  // et has WithEnds' room
+    t_clear = RoundsAlikeBF16(df, t, et, tx);
+  } else {
+    tx = RoundTo<TX>(df, t);
+    t_clear = RoundsClear<TX>(df, t, et);
+  }
   hn::Mask<DF> y_clear;
   if constexpr (kExactY) {
     (void)b;  // -0: t * g + -0 == t * g
@@ -1504,7 +1518,7 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
 // gives an exact, unflagged +-0. The floors are normal floats: subnormal
 // arithmetic takes microcode assists on x86 (it made rows 7x slower). r
 // stays below 2^-13, so that RoundsClear's reach is left to the absolute
-// terms.
+// terms; it has 2u more for the roundings of y -+ e (RoundsAlikeBF16).
 struct YBound {
   float r, ag, ab;
 };
@@ -1524,7 +1538,7 @@ inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
   } else if (b1 != 0.0) {
     return false;  // RMSNorm's t = x * mul: no shift, no beta
   }
-  const double r = (a1 + u + 2 * kExtra) * (1 + 3 * u) * 1.01;
+  const double r = (a1 + 3 * u + 2 * kExtra) * (1 + 3 * u) * 1.01;
   if (!(r <= 0x1p-13)) return false;
   yb = YBound{static_cast<float>(r), static_cast<float>(b1 * 1.01),
               static_cast<float>((a1 + kExtra) * 1.01)};
@@ -1560,7 +1574,13 @@ HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
     weights = hn::MulAdd(vab, hn::Abs(b), floor);
   }
   y = GammaBeta(df, t, g, b);
-  auto clear = RoundsClear<TY>(df, y, hn::MulAdd(vr, hn::Abs(y), weights));
+  const auto e = hn::MulAdd(vr, hn::Abs(y), weights);
+  hn::Mask<DF> clear;
+  if constexpr (std::is_same_v<TY, bf16_t>) {
+    clear = RoundsAlikeBF16(df, y, e, y);  // y is rounded
+  } else {
+    clear = RoundsClear<TY>(df, y, e);
+  }
   if constexpr (kAt == At::kTail) {
     clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
   }
@@ -1603,16 +1623,25 @@ HWY_NOINLINE bool LeanChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
   const auto add = hn::Set(df, k.add);
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
   const auto vab = hn::Set(df, yb.ab);
-  auto open = hn::Zero(df);
+  auto clear = hn::FirstN(df, N);
   for (; i < end; i += 2 * N) {
     hn::Vec<DF> va, vb;
     hn::Mask<DF> ca, cb;
     LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
                                           vab, va, vb, ca, cb);
-    Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
-    open = hn::Or(open, hn::VecFromMask(df, hn::Not(hn::And(ca, cb))));
+    if constexpr (std::is_same_v<TY, bf16_t>) {  // rounded (RoundsAlikeBF16)
+      if constexpr (kPairs<TX, TY, TP>) {
+        StoreRoundedPair(df, va, vb, y + i);
+      } else {
+        StoreRounded(df, va, y + i);
+        StoreRounded(df, vb, y + i + N);
+      }
+    } else {
+      Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
+    }
+    clear = hn::And(clear, hn::And(ca, cb));
   }
-  return !hn::AllTrue(df, hn::Eq(open, hn::Zero(df)));
+  return !hn::AllTrue(df, clear);
 }
 
 // The open lanes of elements [i, end) of a checked row, decided.
@@ -1732,7 +1761,7 @@ HWY_NOINLINE bool HFChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
-  auto open = hn::Zero(df);
+  auto clear = hn::FirstN(df, N);
   for (; i < end; i += 2 * N) {
     hn::Vec<DF> va, vb, ta, tb;
     hn::Mask<DF> ca, cb, tca, tcb;
@@ -1740,9 +1769,9 @@ HWY_NOINLINE bool HFChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
                                                  alpha, beta, va, vb, ta, tb,
                                                  ca, cb, tca, tcb);
     Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
-    open = hn::Or(open, hn::VecFromMask(df, hn::Not(hn::And(ca, cb))));
+    clear = hn::And(clear, hn::And(ca, cb));
   }
-  return !hn::AllTrue(df, hn::Eq(open, hn::Zero(df)));
+  return !hn::AllTrue(df, clear);
 }
 
 // The open lanes of elements [i, end) of a checked row in Hugging Face's
@@ -1772,6 +1801,17 @@ HWY_NOINLINE void HFDecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
   }
 }
 
+// t's bound with room for the roundings of t -+ et (RoundsAlikeBF16):
+// 2u|t| <= 2u(1 + u)(|d| mul + |add|), rounded up to fp32.
+inline RowBound WithEnds(const RowScale& k, const RowBound& bound) {
+  constexpr double c = 2 * 0x1p-24 * (1 + 0x1p-23);
+  const auto up = [](double v) {
+    return static_cast<float>(v * (1 + 0x1p-20));
+  };
+  return RowBound{up(bound.alpha + c * k.mul),
+                  up(bound.beta + c * std::fabs(k.add))};
+}
+
 // A row of 16-bit y, correctly rounded, in Hugging Face's order: chunks as
 // in ApplyRowLeanChecked, then vectors and the tail. x is never y.
 template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
@@ -1781,6 +1821,7 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
                                     RowBound bound,
                                     LazyCrRow<kLayerNorm, TX>& cr) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
+  if constexpr (std::is_same_v<TX, bf16_t>) bound = WithEnds(k, bound);
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
@@ -2057,7 +2098,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       continue;
     }
     const internal::CrRow cr = row_of(st);
-    const bool checked = CheckedScale(kLayerNorm, st, k, bound);
+    const bool checked =
+        CheckedScale(kLayerNorm, st, k, bound, !kQuant && !w.round);
     if constexpr (kQuant) {
       const internal::CrWeights crw{a.gamma,  a.beta,  kDType<TP>,
                                     w.offset, w.scale, w.has_offset};

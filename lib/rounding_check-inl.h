@@ -54,6 +54,39 @@ HWY_INLINE hn::Mask<DF> RoundsClear(DF df, hn::Vec<DF> v, hn::Vec<DF> e) {
   return clear;
 }
 
+// bf16 only, a cheaper test than RoundsClear that also rounds: the lanes
+// where lo = v - e and hi = v + e round to the same bf16 value, and that
+// value in `rounded` (widened; meaningless on the other lanes). Adding
+// 0x8000 to the bits of a finite float and clearing the low half rounds
+// its magnitude with ties away from zero (overflowing to infinity); adding
+// 0x7FFF, with ties toward zero. With lo rounded the first way and hi the
+// second, ends that round alike lie in one bf16 value's interval of
+// magnitudes, closed only at the end where the first rule includes a
+// midpoint; the exact value, strictly inside (lo, hi) (or equal to v = lo
+// = hi where e = 0), is then strictly between two midpoints and rounds to
+// nearest-even as the ends do. A v on a midpoint with e = 0 is never
+// clear. Callers make e cover the two roundings of v -+ e (2u|v| more).
+// A NaN v (non-finite weights) is never clear, nor an inf (its lo is
+// inf - inf). The rounded ends are compared as floats: ends of opposite
+// signs round alike only if both are below 2^-134, which e's terms
+// relative to |v| cannot reach and its floors (2^-126 and up:
+// CheckedScale, YBound) exceed. An exact +-0 (e = 0) keeps its sign
+// through lo = v - 0.
+template <uint32_t kHalf, class DF>
+HWY_INLINE hn::Vec<DF> RoundedEnd(DF df, hn::Vec<DF> end) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::Add(hn::BitCast(du, end), hn::Set(du, kHalf));
+  return hn::BitCast(df, hn::And(bits, hn::Set(du, 0xFFFF0000u)));
+}
+template <class DF>
+HWY_INLINE hn::Mask<DF> RoundsAlikeBF16(DF df, hn::Vec<DF> v, hn::Vec<DF> e,
+                                        hn::Vec<DF>& rounded) {
+  rounded = RoundedEnd<0x8000u>(df, hn::Sub(v, e));
+  // A NaN's payload can carry into the sign: -0 at both ends.
+  return hn::And(hn::Eq(rounded, RoundedEnd<0x7FFFu>(df, hn::Add(v, e))),
+                 hn::Eq(v, v));
+}
+
 }  // namespace SIMDNORM_NAMESPACE
 }  // namespace simdnorm
 HWY_AFTER_NAMESPACE();
