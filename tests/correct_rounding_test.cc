@@ -224,6 +224,38 @@ TEST(CorrectRounding, EveryIsaMatchesTheReferenceAndTheOracle) {
   EXPECT_GT(checked, total * 99 / 100);
 }
 
+// bf16 rows whose mean is exact in fp32 (most rows of 4096 bf16 values; 1
+// in 7 at 896) have their fp32 shift moved one ulp, so that they take the
+// lean loop (CheckedScale's nudge); the bytes must not change. The test
+// counts such rows, so that it is known to cover them.
+TEST(CorrectRounding, RowsWithAMeanExactInFp32MatchTheReference) {
+  const size_t rows = 8, cols = 4096;
+  size_t exact = 0;
+  for (Family f : {Family::kStdNormal, Family::kLargeMean, Family::kLlm}) {
+    for (simdnorm_dtype p : {SIMDNORM_BF16, SIMDNORM_F32}) {
+      Inputs in;
+      in.kind = SIMDNORM_LAYERNORM;
+      in.x_type = in.y_type = SIMDNORM_BF16;
+      in.p_type = p;
+      in.rows = rows;
+      in.cols = cols;
+      in.x = Store(in.x_type, MakeRows(f, rows, cols, 41u));
+      in.gamma = Store(p, ParamData(true, cols));
+      in.beta = Store(p, ParamData(false, cols));
+      for (size_t r = 0; r < rows; ++r) {
+        long double sum = 0.0L;  // exact: 4096 bf16 values of this range
+        for (size_t j = 0; j < cols; ++j) {
+          sum += LoadD(in.x_type, in.x, r * cols + j);
+        }
+        const long double mean = sum / cols;
+        exact += static_cast<long double>(static_cast<float>(mean)) == mean;
+      }
+      ExpectSameBytesOnEveryIsa(in);
+    }
+  }
+  EXPECT_GE(exact, rows) << "too few rows with an exact mean";
+}
+
 TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
   const size_t rows = 3, cols = 897;
   for (simdnorm_kind kind : AllKinds()) {
