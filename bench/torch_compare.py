@@ -359,7 +359,8 @@ def main():
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--threads", default="1,all",
                         help="thread counts; all = os.cpu_count()")
-    parser.add_argument("--kinds", default="layernorm,rmsnorm")
+    parser.add_argument("--kinds", default="layernorm,rmsnorm",
+                        help="comma-separated: layernorm, rmsnorm")
     parser.add_argument("--batches", type=int, default=15)
     parser.add_argument("--batch-ms", type=float, default=10.0)
     parser.add_argument("--plot", default="torch_compare.png",
@@ -377,6 +378,10 @@ def main():
                         help="time GroupNorm's and BatchNorm training's "
                         "backward passes instead (1 thread)")
     opt = parser.parse_args()
+    unknown = set(opt.kinds.split(",")) - {"layernorm", "rmsnorm"}
+    if unknown:
+        parser.error(f"--kinds: unknown {','.join(sorted(unknown))} "
+                     "(layernorm, rmsnorm)")
     cpus = os.cpu_count()
     threads = [cpus if t == "all" else int(t) for t in opt.threads.split(",")]
     threads = list(dict.fromkeys(threads))
