@@ -258,9 +258,11 @@ TEST(CorrectRounding, RowsWithAMeanExactInFp32MatchTheReference) {
 
 // Hugging Face's order with bf16 x, y and gamma and no beta (LlamaRMSNorm)
 // tests t by its low 16 bits (HFTameChunk). Rows of 4096 give it lanes
-// near midpoints (about 2K in 65536 of them), zero gamma columns (y = +-0
-// exactly), and t below 2^-59 or 0 (tiny and zero x); gamma with one tiny
-// value keeps a call off that test. Each must give the reference's bytes.
+// near midpoints (about 2K in 65536 of them; the next test puts t on
+// them), zero gamma columns (y = +-0 exactly), t = 0 (zero x) and, in row
+// 0 only, t below 2^-59 (tiny x: its groups are redone); gamma with one
+// tiny value keeps a call off that test. Each must give the reference's
+// bytes.
 TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
   const size_t rows = 16, cols = 4096;
   for (simdnorm_kind kind : {SIMDNORM_RMSNORM, SIMDNORM_L2NORM}) {
@@ -268,7 +270,7 @@ TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
       for (int weights = 0; weights < 2; ++weights) {
         std::vector<float> x = MakeRows(f, rows, cols, 53u);
         for (size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f;
-        for (size_t i = 13; i < x.size(); i += 101) x[i] = -3e-30f;
+        for (size_t i = 13; i < cols; i += 101) x[i] = -3e-30f;  // row 0
         std::vector<float> g = ParamData(true, cols);
         for (size_t j = 0; j < cols; j += 61) g[j] = j % 2 ? -0.0f : 0.0f;
         if (weights == 1) g[cols / 2] = 1e-30f;  // below 2^-60
@@ -285,6 +287,52 @@ TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
       }
     }
   }
+}
+
+// t = x * s on a bf16 midpoint, within ~0.01 of t's last fp32 place: eps
+// is chosen so that 1 / sqrt(mean(x^2) + eps) puts one element's t there
+// (RMSNorm, Hugging Face's order, bf16 x, y and gamma). The computed t is
+// then on either side of the midpoint, and only the tests and decisions
+// give the reference's side (rounding the fp32 t fails about half of them).
+TEST(CorrectRounding, HuggingFaceOrderTOnAMidpointMatchesTheReference) {
+  const size_t cols = 4096;
+  const std::vector<float> row = MakeRows(Family::kStdNormal, 1, cols, 61u);
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+  in.rows = 1;
+  in.cols = cols;
+  in.round_normalized = true;
+  in.x = Store(in.x_type, row);
+  in.gamma = Store(in.p_type, ParamData(true, cols));
+  long double ms = 0.0L;  // mean of the stored x^2, nearly exact
+  for (size_t j = 0; j < cols; ++j) {
+    const long double v = LoadD(in.x_type, in.x, j);
+    ms += v * v;
+  }
+  ms /= cols;
+  size_t probes = 0;
+  for (size_t j = 0; j < cols && probes < 32; j += 67) {
+    const long double xj = std::fabs(LoadD(in.x_type, in.x, j));
+    if (xj < 0.25L) continue;
+    // The midpoint of bf16 just below t at eps = 0.
+    const float t0 = static_cast<float>(xj / std::sqrt(ms));
+    uint32_t bits;
+    std::memcpy(&bits, &t0, 4);
+    uint32_t mid_bits = (bits & 0xFFFF0000u) | 0x8000u;
+    float mid;
+    std::memcpy(&mid, &mid_bits, 4);
+    if (mid >= t0) {
+      mid_bits -= 0x10000u;
+      std::memcpy(&mid, &mid_bits, 4);
+    }
+    in.eps = static_cast<float>(
+        xj * xj / (static_cast<long double>(mid) * mid) - ms);
+    if (!(in.eps > 0.0f)) continue;
+    ++probes;
+    ExpectSameBytesOnEveryIsa(in);
+  }
+  EXPECT_GE(probes, 16u);
 }
 
 TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
