@@ -277,7 +277,7 @@ struct Weights {
   float scale;
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
-  bool tame_gamma = false;  // TameGamma, where HFTameChunk may run
+  bool tame_gamma = false;  // TameGamma: TameChunk may run
 };
 
 // The weights of a call.
@@ -1687,6 +1687,156 @@ HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
   }
 }
 
+// ------------------------------------------ bf16 rows with tame weights
+//
+// The uncentered kinds (RMSNorm, L2) with bf16 x, y and gamma and neither
+// beta nor an offset (Hugging Face's LlamaRMSNorm, Qwen2RMSNorm): v, the
+// value to round (t = x * mul in Hugging Face's order, else y = t * g), has
+// only a relative error, |v - exact v| <= r|v| wherever |v| >= 2^-60 (and
+// |g| <= 2^60, so that t is far from underflow), and r|v| is less than K
+// units of v's last place for K >= r 2^24. The one midpoint of bf16
+// within reach sits at 0x8000 in v's low 16 bits (the others, across a
+// binade too, are 2^14 units or more away; K <= 2^12): a v whose low bits
+// are more than K from it rounds, half up, to the correctly rounded value.
+// That is tested on 2N lanes at once as 16-bit integers (an add and an
+// unsigned compare, where the interval test takes ~20 operations per
+// vector of N). In Hugging Face's order y = t * g is then exact in fp32
+// (8 + 8 significant bits, |y| >= 2^-119 where |g| >= 2^-60 or g = 0) and
+// its conversion is its one rounding. Lanes near a midpoint and v below
+// 2^-59 (t: but not 0; y: 0 too) flag their group of 8N elements, which the
+// interval test and the decisions then redo.
+inline constexpr uint16_t kTameV = 0x2200;    // bf16 2^-59
+inline constexpr uint16_t kTameLow = 0x2180;  // bf16 2^-60
+inline constexpr uint16_t kTameTop = 0x5D80;  // bf16 2^60
+
+// Whether every |g| is 0 or in [2^-60, 2^60].
+template <class D16>
+HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
+  const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
+  const size_t N = hn::Lanes(d16);
+  const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
+  const auto low = hn::Set(d16, kTameLow - 1), top = hn::Set(d16, kTameTop);
+  auto wild = hn::FirstN(d16, 0);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto mag = hn::And(hn::LoadU(d16, g + i), abs);
+    wild =
+        hn::Or(wild, hn::Or(hn::Lt(hn::Sub(mag, one), low), hn::Lt(top, mag)));
+  }
+  if (!hn::AllFalse(d16, wild)) return false;
+  for (; i < n; ++i) {
+    const uint16_t mag = g[i] & 0x7FFF;
+    if (mag != 0 && (mag < kTameLow || mag > kTameTop)) return false;
+  }
+  return true;
+}
+
+// K for a relative bound r, false where the test does not apply.
+inline bool TameUnits(double r, uint16_t& units) {
+  const double ulps = std::ceil(r * 0x1p24 * (1 + 0x1p-20));
+  if (!(ulps >= 1.0 && ulps <= 4096.0)) return false;
+  units = static_cast<uint16_t>(ulps);
+  return true;
+}
+
+// Hugging Face's order: TermsOf's bound et <= alpha|x| + beta + 2^-126
+// and |x| <= |t| (1 + u) / mul give r = alpha (1 + 2u) / mul + (beta +
+// 2^-126) 2^60 for |t| >= 2^-60.
+inline bool TameUnitsOfT(const RowScale& k, const RowBound& bound,
+                         uint16_t& units) {
+  if (!(k.mul > 0.0f && k.mul < HUGE_VALF)) return false;
+  return TameUnits(bound.alpha * (1 + 0x1p-23) / k.mul +
+                       (static_cast<double>(bound.beta) + 0x1p-126) * 0x1p60,
+                   units);
+}
+
+// Elements [i, end) (end - i a multiple of 2N), stored; returns a bit per
+// group of 8N elements (the first group in bit 0) with a lane left open.
+// kRoundT: Hugging Face's order (v = t), else v = y.
+template <bool kRoundT, class DF>
+HWY_NOINLINE uint32_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
+                                bf16_t* HWY_RESTRICT y,
+                                const bf16_t* HWY_RESTRICT gamma, size_t i,
+                                size_t end, float mul, uint16_t units) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> d16;
+  const size_t N = hn::Lanes(df);
+  const auto vmul = hn::Set(df, mul);
+  const auto lo = hn::Set(du, 0xFFFFu), hi = hn::Set(du, 0xFFFF0000u);
+  const auto half = hn::Set(du, 0x8000u);
+  // (low - (0x8000 - K)) mod 2^16 <= 2K: the low bits within K of 0x8000.
+  const auto shift = hn::Set(d16, static_cast<uint16_t>(units - 0x8000u));
+  const auto width = hn::Set(d16, static_cast<uint16_t>(2 * units + 1));
+  const auto abs = hn::Set(d16, 0x7FFF);
+  // |v| below 2^-59: t (mag - 1 wraps at 0, which is exact), or y (0 too).
+  const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
+  const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
+  uint32_t flagged = 0;
+  for (uint32_t bit = 1; i < end; bit <<= 1) {
+    const size_t group_end = end - i > 8 * N ? i + 8 * N : end;
+    auto open = hn::FirstN(d16, 0);
+    for (; i < group_end; i += 2 * N) {
+      const auto xs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(x + i));
+      auto va = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(xs)), vmul);
+      auto vb = hn::Mul(hn::BitCast(df, hn::And(xs, hi)), vmul);
+      const auto ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+      if constexpr (!kRoundT) {
+        va = hn::Mul(va, ga);
+        vb = hn::Mul(vb, gb);
+      }
+      const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
+      // v's bits below bf16's, and v rounded half up, both packed as x is
+      // (the even elements in the low halves).
+      const auto low =
+          hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
+      const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
+                              hn::And(hn::Add(ub, half), hi));
+      const auto mag = hn::And(hn::BitCast(d16, v16), abs);
+      open = hn::Or(open, hn::Or(hn::Lt(hn::Add(low, shift), width),
+                                 hn::Lt(hn::Sub(mag, bias), below)));
+      if constexpr (kRoundT) {
+        const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
+        const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
+        Store2N<true, kQuietNaNs<bf16_t>>(df, ya, yb, y + i, false);
+      } else {
+        hn::StoreU(v16, du, reinterpret_cast<uint32_t*>(y + i));
+      }
+    }
+    if (!hn::AllFalse(d16, open)) flagged |= bit;
+  }
+  return flagged;
+}
+
+// Runs TameChunk on the chunks of [0, paired_end) where the call and the
+// row allow it (returns false where not), and redo(i, end) on its groups
+// with an open lane.
+template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
+          typename TP, class F>
+HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                           size_t paired_end, float mul, bool row_tame,
+                           uint16_t units, const F& redo) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
+                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
+    if (!w.tame_gamma || !row_tame) return false;
+    const size_t group = 8 * hn::Lanes(df);
+    ForChunks(paired_end, [&](size_t i, size_t end) {
+      uint32_t flagged =
+          TameChunk<kRoundT>(df, x, y, w.gamma, i, end, mul, units);
+      for (; flagged != 0; flagged &= flagged - 1) {
+        const size_t g0 =
+            i + hwy::Num0BitsBelowLS1Bit_Nonzero32(flagged) * group;
+        redo(g0, end - g0 > group ? g0 + group : end);
+      }
+    });
+    return true;
+  }
+#endif
+  (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
+  (void)row_tame, (void)units, (void)redo;
+  return false;
+}
+
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
                                       const Weights<TP> w, size_t n, RowScale k,
@@ -1696,11 +1846,18 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
-  ForChunks(paired_end, [&](size_t i, size_t end) {
+  const auto redo = [&](size_t i, size_t end) {
     if (LeanChunk<kLayerNorm>(df, x, y, w, i, end, k, yb)) {
       DecideChunk<kLayerNorm>(df, x, y, w, i, end, k, yb, cr, cache);
     }
-  });
+  };
+  // y's bound is r|y| + f, f for subnormal t and y only (YBoundOf).
+  uint16_t units = 0;
+  const bool row_tame = !kLayerNorm && TameUnits(yb.r, units);
+  if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
+                                     units, redo)) {
+    ForChunks(paired_end, redo);
+  }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
@@ -1813,104 +1970,6 @@ inline RowBound WithEnds(const RowScale& k, const RowBound& bound) {
                   up(bound.beta + c * std::fabs(k.add))};
 }
 
-// Hugging Face's order for the uncentered kinds with bf16 x, y and gamma and
-// neither beta nor an offset (LlamaRMSNorm): a cheaper test of t, on 2N
-// lanes at once as 16-bit integers. Where |t| >= 2^-60 (or t = 0, exact),
-// |t - exact t| <= et <= r|t| with r = alpha (1 + 2u) / mul + (beta +
-// 2^-126) 2^60 (TermsOf's bound, |x| <= |t| (1 + u) / mul), which is below
-// K units of t's last place for K >= r 2^24. The one midpoint of bf16
-// within reach sits at 0x8000 in t's low 16 bits (the others, across a
-// binade too, are 2^14 units or more away; K <= 2^12): a t whose low bits
-// are more than K from it rounds, half up, to the correctly rounded value.
-// Then y = t * g is exact in fp32 where |g| >= 2^-60 or g = 0 (TameGamma:
-// 8 + 8 significant bits, |y| >= 2^-119), and its conversion is the one
-// rounding of y. The other lanes, and t below 2^-59 but not 0, flag their
-// group of 8N elements, which HFChunk and HFDecideChunk then redo.
-inline constexpr uint16_t kTameT = 0x2200;      // bf16 2^-59
-inline constexpr uint16_t kTameGamma = 0x2180;  // bf16 2^-60
-
-// Whether every |g| is 0 or a finite bf16 of at least 2^-60.
-template <class D16>
-HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
-  const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
-  const size_t N = hn::Lanes(d16);
-  const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
-  const auto low = hn::Set(d16, kTameGamma - 1), top = hn::Set(d16, 0x7F7F);
-  auto wild = hn::FirstN(d16, 0);
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto mag = hn::And(hn::LoadU(d16, g + i), abs);
-    wild =
-        hn::Or(wild, hn::Or(hn::Lt(hn::Sub(mag, one), low), hn::Lt(top, mag)));
-  }
-  if (!hn::AllFalse(d16, wild)) return false;
-  for (; i < n; ++i) {
-    const uint16_t mag = g[i] & 0x7FFF;
-    if (mag != 0 && (mag < kTameGamma || mag > 0x7F7F)) return false;
-  }
-  return true;
-}
-
-// K of the test above for a row, false where it does not apply.
-inline bool TameUnits(const RowScale& k, const RowBound& bound,
-                      uint16_t& units) {
-  if (!(k.mul > 0.0f && k.mul < HUGE_VALF)) return false;
-  const double r = bound.alpha * (1 + 0x1p-23) / k.mul +
-                   (static_cast<double>(bound.beta) + 0x1p-126) * 0x1p60;
-  const double ulps = std::ceil(r * 0x1p24 * (1 + 0x1p-20));
-  if (!(ulps <= 4096.0)) return false;
-  units = static_cast<uint16_t>(ulps);
-  return true;
-}
-
-// Elements [i, end) (end - i a multiple of 2N), stored; returns a bit per
-// group of 8N elements (the first group in bit 0) with a lane left open.
-template <class DF>
-HWY_NOINLINE uint32_t HFTameChunk(DF df, const bf16_t* HWY_RESTRICT x,
-                                  bf16_t* HWY_RESTRICT y,
-                                  const bf16_t* HWY_RESTRICT gamma, size_t i,
-                                  size_t end, float mul, uint16_t units) {
-  const hn::RebindToUnsigned<DF> du;
-  const hn::Repartition<uint16_t, DF> d16;
-  const size_t N = hn::Lanes(df);
-  const auto vmul = hn::Set(df, mul);
-  const auto lo = hn::Set(du, 0xFFFFu), hi = hn::Set(du, 0xFFFF0000u);
-  const auto half = hn::Set(du, 0x8000u);
-  // (low - (0x8000 - K)) mod 2^16 <= 2K: the low bits within K of 0x8000.
-  const auto shift = hn::Set(d16, static_cast<uint16_t>(units - 0x8000u));
-  const auto width = hn::Set(d16, static_cast<uint16_t>(2 * units + 1));
-  const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
-  const auto tiny = hn::Set(d16, kTameT - 1);
-  uint32_t flagged = 0;
-  for (uint32_t bit = 1; i < end; bit <<= 1) {
-    const size_t group_end = end - i > 8 * N ? i + 8 * N : end;
-    auto open = hn::FirstN(d16, 0);
-    for (; i < group_end; i += 2 * N) {
-      const auto xs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(x + i));
-      const auto ta = hn::BitCast(
-          du, hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(xs)), vmul));
-      const auto tb =
-          hn::BitCast(du, hn::Mul(hn::BitCast(df, hn::And(xs, hi)), vmul));
-      // t's bits below bf16's, and t rounded half up, both packed as x is
-      // (the even elements in the low halves).
-      const auto low =
-          hn::BitCast(d16, hn::Or(hn::And(ta, lo), hn::ShiftLeft<16>(tb)));
-      const auto t16 = hn::Or(hn::ShiftRight<16>(hn::Add(ta, half)),
-                              hn::And(hn::Add(tb, half), hi));
-      const auto mag = hn::And(hn::BitCast(d16, t16), abs);
-      open = hn::Or(open, hn::Or(hn::Lt(hn::Add(low, shift), width),
-                                 hn::Lt(hn::Sub(mag, one), tiny)));
-      const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(t16)),
-                              LoadPairA(df, gamma + i));
-      const auto yb =
-          hn::Mul(hn::BitCast(df, hn::And(t16, hi)), LoadPairB(df, gamma + i));
-      Store2N<true, kQuietNaNs<bf16_t>>(df, ya, yb, y + i, false);
-    }
-    if (!hn::AllFalse(d16, open)) flagged |= bit;
-  }
-  return flagged;
-}
-
 // A row of 16-bit y, correctly rounded, in Hugging Face's order: chunks as
 // in ApplyRowLeanChecked, then vectors and the tail. x is never y.
 template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
@@ -1923,7 +1982,6 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
   if constexpr (std::is_same_v<TX, bf16_t>) bound = WithEnds(k, bound);
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
-  bool paired_done = false;
   const size_t paired_end = n / (2 * N) * (2 * N);
   const auto redo = [&](size_t i, size_t end) {
     if (HFChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound)) {
@@ -1931,24 +1989,12 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
                                          cache);
     }
   };
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (!kLayerNorm && kExactY && std::is_same_v<TX, bf16_t> &&
-                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
-    uint16_t units;
-    if (w.tame_gamma && TameUnits(k, bound, units)) {
-      ForChunks(paired_end, [&](size_t i, size_t end) {
-        uint32_t flagged = HFTameChunk(df, x, y, w.gamma, i, end, k.mul, units);
-        for (; flagged != 0; flagged &= flagged - 1) {
-          const size_t g0 =
-              i + hwy::Num0BitsBelowLS1Bit_Nonzero32(flagged) * 8 * N;
-          redo(g0, end - g0 > 8 * N ? g0 + 8 * N : end);
-        }
-      });
-      paired_done = true;
-    }
+  uint16_t units = 0;
+  const bool row_tame = kExactY && TameUnitsOfT(k, bound, units);
+  if (!TameChunks<kLayerNorm, true>(df, x, y, w, paired_end, k.mul, row_tame,
+                                    units, redo)) {
+    ForChunks(paired_end, redo);
   }
-#endif
-  if (!paired_done) ForChunks(paired_end, redo);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
@@ -2153,7 +2199,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   Weights<TP> w = WeightsOf<TP>(a);
   if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
                 std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
-    if (w.round && w.gamma != nullptr && ExactProducts(w)) {
+    if (w.gamma != nullptr && ExactProducts(w)) {
       w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
     }
   }

@@ -289,50 +289,54 @@ TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
   }
 }
 
-// t = x * s on a bf16 midpoint, within ~0.01 of t's last fp32 place: eps
-// is chosen so that 1 / sqrt(mean(x^2) + eps) puts one element's t there
-// (RMSNorm, Hugging Face's order, bf16 x, y and gamma). The computed t is
-// then on either side of the midpoint, and only the tests and decisions
-// give the reference's side (rounding the fp32 t fails about half of them).
-TEST(CorrectRounding, HuggingFaceOrderTOnAMidpointMatchesTheReference) {
+// v on a bf16 midpoint, within ~0.01 of v's last fp32 place, where v = t
+// = x * s in Hugging Face's order and v = y = x * s * g by default: eps is
+// chosen so that s = 1 / sqrt(mean(x^2) + eps) puts one element's v there
+// (RMSNorm, bf16 x, y and gamma). The computed v is then on either side of
+// the midpoint, and only the tests and decisions give the reference's side
+// (rounding the fp32 v fails about half of them).
+TEST(CorrectRounding, ValuesOnAMidpointMatchTheReference) {
   const size_t cols = 4096;
   const std::vector<float> row = MakeRows(Family::kStdNormal, 1, cols, 61u);
-  Inputs in;
-  in.kind = SIMDNORM_RMSNORM;
-  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
-  in.rows = 1;
-  in.cols = cols;
-  in.round_normalized = true;
-  in.x = Store(in.x_type, row);
-  in.gamma = Store(in.p_type, ParamData(true, cols));
-  long double ms = 0.0L;  // mean of the stored x^2, nearly exact
-  for (size_t j = 0; j < cols; ++j) {
-    const long double v = LoadD(in.x_type, in.x, j);
-    ms += v * v;
-  }
-  ms /= cols;
-  size_t probes = 0;
-  for (size_t j = 0; j < cols && probes < 32; j += 67) {
-    const long double xj = std::fabs(LoadD(in.x_type, in.x, j));
-    if (xj < 0.25L) continue;
-    // The midpoint of bf16 just below t at eps = 0.
-    const float t0 = static_cast<float>(xj / std::sqrt(ms));
-    uint32_t bits;
-    std::memcpy(&bits, &t0, 4);
-    uint32_t mid_bits = (bits & 0xFFFF0000u) | 0x8000u;
-    float mid;
-    std::memcpy(&mid, &mid_bits, 4);
-    if (mid >= t0) {
-      mid_bits -= 0x10000u;
-      std::memcpy(&mid, &mid_bits, 4);
+  for (bool round_normalized : {true, false}) {
+    Inputs in;
+    in.kind = SIMDNORM_RMSNORM;
+    in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+    in.rows = 1;
+    in.cols = cols;
+    in.round_normalized = round_normalized;
+    in.x = Store(in.x_type, row);
+    in.gamma = Store(in.p_type, ParamData(true, cols));
+    long double ms = 0.0L;  // mean of the stored x^2, nearly exact
+    for (size_t j = 0; j < cols; ++j) {
+      const long double v = LoadD(in.x_type, in.x, j);
+      ms += v * v;
     }
-    in.eps = static_cast<float>(
-        xj * xj / (static_cast<long double>(mid) * mid) - ms);
-    if (!(in.eps > 0.0f)) continue;
-    ++probes;
-    ExpectSameBytesOnEveryIsa(in);
+    ms /= cols;
+    size_t probes = 0;
+    for (size_t j = 0; j < cols && probes < 32; j += 67) {
+      long double xj = std::fabs(LoadD(in.x_type, in.x, j));
+      if (!round_normalized) xj *= std::fabs(LoadD(in.p_type, in.gamma, j));
+      if (xj < 0.25L) continue;
+      // The midpoint of bf16 just below v at eps = 0.
+      const float v0 = static_cast<float>(xj / std::sqrt(ms));
+      uint32_t bits;
+      std::memcpy(&bits, &v0, 4);
+      uint32_t mid_bits = (bits & 0xFFFF0000u) | 0x8000u;
+      float mid;
+      std::memcpy(&mid, &mid_bits, 4);
+      if (mid >= v0) {
+        mid_bits -= 0x10000u;
+        std::memcpy(&mid, &mid_bits, 4);
+      }
+      in.eps = static_cast<float>(
+          xj * xj / (static_cast<long double>(mid) * mid) - ms);
+      if (!(in.eps > 0.0f)) continue;
+      ++probes;
+      ExpectSameBytesOnEveryIsa(in);
+    }
+    EXPECT_GE(probes, 16u);
   }
-  EXPECT_GE(probes, 16u);
 }
 
 TEST(CorrectRounding, VariantsMatchTheReferenceOnEveryIsa) {
