@@ -1,0 +1,188 @@
+// simdnorm_ab_libs: two builds of libsimdnorm timed in one process.
+//
+//   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
+//       [cols=896] [offset=0] [batches=100] [flags=0] [isa=NAME]
+//
+// Both libraries are loaded with dlopen (give two different paths: copy
+// one build's libsimdnorm.so.* aside first) and called alternately, in
+// batches of ~2 ms, the order swapped every batch, so that both see the
+// same machine state. Prints each build's min and median ns per row, their
+// ratios (old / new: above 1 is a speed-up) and whether the outputs are
+// byte-identical. On a noisy VM two copies of one build measure 1.00-1.01x
+// this way, where separate processes differ by up to 30 %.
+// kind: layernorm (with gamma and beta), rmsnorm, l2norm (gamma); dtype:
+// f32 or bf16 for x, y and the weights; flags: simdnorm_desc.flags (e.g.
+// 1 = SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING).
+#include <dlfcn.h>
+#include <simdnorm/simdnorm.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using NormalizeFn = simdnorm_status (*)(const simdnorm_desc*, size_t);
+using SetIsaFn = simdnorm_status (*)(const char*);
+
+struct Lib {
+  NormalizeFn normalize = nullptr;
+  std::vector<double> ns;
+};
+
+bool Open(std::string path, const char* isa, Lib& lib) {
+  // dlopen searches the library path for a name without a slash.
+  if (path.find('/') == std::string::npos) path = "./" + path;
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) {
+    std::fprintf(stderr, "%s\n", dlerror());
+    return false;
+  }
+  lib.normalize =
+      reinterpret_cast<NormalizeFn>(dlsym(h, "simdnorm_normalize_sized"));
+  auto set_isa = reinterpret_cast<SetIsaFn>(dlsym(h, "simdnorm_set_isa"));
+  if (lib.normalize == nullptr || set_isa == nullptr) {
+    std::fprintf(stderr, "%s: not a libsimdnorm\n", path.c_str());
+    return false;
+  }
+  if (isa != nullptr && set_isa(isa) != SIMDNORM_OK) {
+    std::fprintf(stderr, "%s: ISA %s not available\n", path.c_str(), isa);
+    return false;
+  }
+  return true;
+}
+
+uint16_t Bf16(float f) {  // round to nearest-even (finite inputs)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// A buffer of n elements starting `offset` bytes past a 64-byte line.
+struct Buffer {
+  std::vector<unsigned char> raw;
+  unsigned char* p = nullptr;
+  Buffer(size_t bytes, size_t offset) : raw(bytes + 128) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(raw.data());
+    p = raw.data() + ((64 - a % 64) % 64) + offset;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] "
+                 "[rows=64] [cols=896] [offset=0] [batches=100] [flags=0] "
+                 "[isa=NAME]\n",
+                 argv[0]);
+    return 2;
+  }
+  std::map<std::string, std::string> opt = {
+      {"kind", "rmsnorm"}, {"dtype", "bf16"},  {"rows", "64"}, {"cols", "896"},
+      {"offset", "0"},     {"batches", "100"}, {"flags", "0"}, {"isa", ""}};
+  for (int i = 3; i < argc; ++i) {
+    const char* eq = std::strchr(argv[i], '=');
+    const std::string key =
+        eq ? std::string(argv[i], static_cast<size_t>(eq - argv[i])) : argv[i];
+    if (eq == nullptr || opt.count(key) == 0) {
+      std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+    opt[key] = eq + 1;
+  }
+  const char* isa = opt["isa"].empty() ? nullptr : opt["isa"].c_str();
+  Lib libs[2];
+  if (!Open(argv[1], isa, libs[0]) || !Open(argv[2], isa, libs[1])) return 1;
+  if (libs[0].normalize == libs[1].normalize) {
+    std::fprintf(stderr, "the same library twice: copy one aside\n");
+    return 1;
+  }
+  const std::string kind = opt["kind"];
+  const bool bf16 = opt["dtype"] == "bf16";
+  const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
+  const size_t offset = std::stoul(opt["offset"]);
+  const int batches = std::stoi(opt["batches"]);
+  const size_t elem = bf16 ? 2 : 4;
+
+  Buffer x(rows * cols * elem, offset), y0(rows * cols * elem, offset),
+      y1(rows * cols * elem, offset), gamma(cols * elem, offset),
+      beta(cols * elem, offset);
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  const auto fill = [&](unsigned char* p, size_t n, float mean, float sd) {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = mean + sd * normal(rng);
+      if (bf16) {
+        const uint16_t b = Bf16(v);
+        std::memcpy(p + 2 * i, &b, 2);
+      } else {
+        std::memcpy(p + 4 * i, &v, 4);
+      }
+    }
+  };
+  fill(x.p, rows * cols, 0.0f, 1.0f);
+  fill(gamma.p, cols, 1.0f, 0.1f);
+  fill(beta.p, cols, 0.0f, 0.1f);
+
+  simdnorm_desc d = {};
+  d.kind = kind == "layernorm" ? SIMDNORM_LAYERNORM
+           : kind == "l2norm"  ? SIMDNORM_L2NORM
+                               : SIMDNORM_RMSNORM;
+  d.rows = rows;
+  d.cols = cols;
+  d.x = x.p;
+  d.x_type = d.y_type = d.param_type = bf16 ? SIMDNORM_BF16 : SIMDNORM_F32;
+  d.gamma = gamma.p;
+  d.beta = d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
+  d.eps = 1e-6f;
+  d.max_threads = 1;
+  d.flags = static_cast<unsigned>(std::stoul(opt["flags"]));
+  unsigned char* outs[2] = {y0.p, y1.p};
+
+  using Clock = std::chrono::steady_clock;
+  const auto run = [&](int w, int iters) {
+    d.y = outs[w];
+    const auto t0 = Clock::now();
+    for (int i = 0; i < iters; ++i) {
+      const simdnorm_status s = libs[w].normalize(&d, sizeof(d));
+      if (s != SIMDNORM_OK) {
+        std::fprintf(stderr, "call failed: status %d\n", static_cast<int>(s));
+        std::exit(1);
+      }
+    }
+    return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  };
+  int iters = 1;  // ~2 ms a batch
+  while (run(0, iters) < 2e6 && iters < (1 << 24)) iters *= 2;
+  for (int b = 0; b < batches; ++b) {
+    for (int k = 0; k < 2; ++k) {
+      const int w = (b % 2 == 0) ? k : 1 - k;
+      libs[w].ns.push_back(run(w, iters) / iters / rows);
+    }
+  }
+  double min[2], median[2];
+  for (int w = 0; w < 2; ++w) {
+    std::vector<double>& v = libs[w].ns;
+    std::sort(v.begin(), v.end());
+    min[w] = v.front();
+    median[w] = v[v.size() / 2];
+  }
+  const bool same = std::memcmp(y0.p, y1.p, rows * cols * elem) == 0;
+  std::printf(
+      "%s %s rows %zu cols %zu offset %zu flags %u isa %s: old min %.1f "
+      "median %.1f, new min %.1f median %.1f ns/row; old/new min %.3f "
+      "median %.3f; outputs %s\n",
+      kind.c_str(), bf16 ? "bf16" : "f32", rows, cols, offset, d.flags,
+      isa ? isa : "auto", min[0], median[0], min[1], median[1], min[0] / min[1],
+      median[0] / median[1], same ? "identical" : "DIFFER");
+  return same ? 0 : 3;
+}
