@@ -1703,8 +1703,10 @@ HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
 // vector of N). In Hugging Face's order y = t * g is then exact in fp32
 // (8 + 8 significant bits, |y| >= 2^-119 where |g| >= 2^-60 or g = 0) and
 // its conversion is its one rounding. Lanes near a midpoint and v below
-// 2^-59 (t: but not 0; y: 0 too) flag their group of 8N elements, which the
-// interval test and the decisions then redo.
+// 2^-59 flag their group of 8N elements, which the interval test and the
+// decisions then redo: y = 0 too, but not a t that rounds to 0 (|t| <
+// 2^-134, so the exact t, within 2^-150 + r|t| of it, is below 2^-134 as
+// well, and its sign is x's).
 inline constexpr uint16_t kTameV = 0x2200;    // bf16 2^-59
 inline constexpr uint16_t kTameLow = 0x2180;  // bf16 2^-60
 inline constexpr uint16_t kTameTop = 0x5D80;  // bf16 2^60
@@ -1768,7 +1770,7 @@ HWY_NOINLINE uint32_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
   const auto shift = hn::Set(d16, static_cast<uint16_t>(units - 0x8000u));
   const auto width = hn::Set(d16, static_cast<uint16_t>(2 * units + 1));
   const auto abs = hn::Set(d16, 0x7FFF);
-  // |v| below 2^-59: t (mag - 1 wraps at 0, which is exact), or y (0 too).
+  // |v| below 2^-59: t but not 0 (mag - 1 wraps there), or y (0 too).
   const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
   const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
   uint32_t flagged = 0;
