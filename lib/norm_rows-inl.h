@@ -1148,8 +1148,9 @@ struct RowBound {
   float alpha, beta;
 };
 
-// `nudge` (the lean rows): where the mean is exact in fp32 and not 0, the shift
-// is moved one ulp toward zero, so that add is not 0. With add = 0 a row
+// `nudge` (rows of nonzero variance, which may take the lean loop): where
+// the mean is exact in fp32 and not 0, the shift is moved one ulp toward
+// zero, so that add is not 0. With add = 0 a row
 // cannot take the lean bound (YBoundOf: its floor would flag the exact
 // zeros of d = 0), and bf16 rows often have an exact mean: 1 in 7 at
 // hidden 896 (n = 7 * 128), nearly all at 4096. The channels keep the
@@ -1238,15 +1239,17 @@ HWY_INLINE hn::Vec<DF> ResultBound(DF df, hn::Vec<DF> t, hn::Vec<DF> et,
                                    hn::Vec<DF>& y) {
   const auto cu = hn::Set(df, static_cast<float>(0x1p-24 * 1.01));
   y = GammaBeta(df, t, g, b);
-  const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-24f));
+  const auto gw = hn::Add(hn::Abs(g), hn::Set(df, 0x1p-23f));
   return hn::MulAdd(gw, et, hn::Mul(cu, hn::Abs(y)));
 }
 
 // y = t * g + b and the bound on |y - exact y|: y's own rounding, and |g|
-// times t's bound, where |g| + 2^-24 keeps the bound nonzero where t is
-// inexact and g is 0 (the sign of a zero y) and at least 2^-150 (a
+// times t's bound, where |g| + 2^-23 keeps the bound nonzero where t is
+// inexact and g is 0 or tiny (the sign of a zero y) and at least 2^-149 (a
 // subnormal y's rounding), as t's bound is at least 2^-126 there
-// (CheckedScale).
+// (CheckedScale). Not 2^-24: 2^-24 * 2^-126 = 2^-150 rounds to 0 in fp32
+// (a tie, to even), and a constant row of -2^-149 (its shift moved to -0)
+// then stored -0 where the truth is +0 (found by the fuzzer).
 template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
 HWY_INLINE hn::Vec<DF> ResultBoundAt(DF df, const TX* HWY_RESTRICT x,
                                      const Weights<TP>& w, size_t i,
@@ -2270,8 +2273,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       continue;
     }
     const internal::CrRow cr = row_of(st);
-    const bool checked =
-        CheckedScale(kLayerNorm, st, k, bound, !kQuant && !w.round);
+    const bool checked = CheckedScale(kLayerNorm, st, k, bound,
+                                      !kQuant && !w.round && st.v > 0.0);
     if constexpr (kQuant) {
       const internal::CrWeights crw{a.gamma,  a.beta,  kDType<TP>,
                                     w.offset, w.scale, w.has_offset};

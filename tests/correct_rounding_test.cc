@@ -537,6 +537,35 @@ TEST(CorrectRounding, SignsOfZero) {
 }
 
 // In place (y = x, bf16 and f16): the same bytes as out of place.
+// Constant rows of the smallest subnormals (xhat = +0 exactly) with
+// weights of 0, -0 and tiny magnitudes: the sign of each zero y must be
+// the reference's. The fuzzer found a row of -2^-149 (f32 x, bf16 y, a
+// zero gamma) whose bound underflowed to 0 and stored -0 for +0.
+TEST(CorrectRounding, ConstantRowsOfTheSmallestSubnormals) {
+  const size_t cols = 28;
+  for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+    for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+      for (float v : {-0x1p-149f, 0x1p-149f, -0x1p-133f, 0x1p-126f}) {
+        for (bool with_beta : {false, true}) {
+          std::vector<float> g(cols, 0.75f), b(cols, -0.0f);
+          const float special[] = {0.0f, -0.0f, 0x1p-126f, -1e-38f, 1.0f};
+          for (size_t j = 0; j < cols; ++j) g[j] = special[j % 5];
+          Inputs in;
+          in.kind = SIMDNORM_LAYERNORM;
+          in.x_type = in.p_type = xt;
+          in.y_type = yt;
+          in.rows = 2;
+          in.cols = cols;
+          in.x = Store(xt, std::vector<float>(2 * cols, v));
+          in.gamma = Store(xt, g);
+          if (with_beta) in.beta = Store(xt, b);
+          ExpectSameBytesOnEveryIsa(in);
+        }
+      }
+    }
+  }
+}
+
 TEST(CorrectRounding, InPlace) {
   const size_t rows = 5, cols = 897;
   for (simdnorm_dtype t : {SIMDNORM_BF16, SIMDNORM_F16}) {
