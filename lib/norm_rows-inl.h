@@ -1781,9 +1781,8 @@ HWY_NOINLINE uint32_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
     const size_t group_end = end - i > 8 * N ? i + 8 * N : end;
     auto open = hn::FirstN(d16, 0);
     for (; i < group_end; i += 2 * N) {
-      const auto xs = hn::LoadU(du, reinterpret_cast<const uint32_t*>(x + i));
-      auto va = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(xs)), vmul);
-      auto vb = hn::Mul(hn::BitCast(df, hn::And(xs, hi)), vmul);
+      auto va = hn::Mul(LoadPairA(df, x + i), vmul);
+      auto vb = hn::Mul(LoadPairB(df, x + i), vmul);
       const auto ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
       if constexpr (!kRoundT) {
         va = hn::Mul(va, ga);
