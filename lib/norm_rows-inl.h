@@ -1015,8 +1015,9 @@ inline constexpr bool kRounds16 =
     std::is_same_v<TY, bf16_t> || std::is_same_v<TY, f16_t>;
 
 // sum(x - k) and sum((x - k)^2) in double lanes (x - k in double from
-// float x and k; error bounds in StatsFromSums).
-template <class DF, typename TX>
+// float x and k; error bounds in StatsFromSums); !kCentered: k = 0 and
+// only sum(x^2) (sum is 0).
+template <bool kCentered = true, class DF, typename TX>
 HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
                           double& sum, double& sum_sq) {
   const hn::ScalableTag<double> dd;
@@ -1027,10 +1028,14 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
        q1 = hn::Zero(dd);
   size_t i = 0;
   for (; i + 2 * M <= n; i += 2 * M) {
-    const auto d0 = hn::Sub(hn::PromoteTo(dd, LoadF(dfh, x + i)), vk);
-    const auto d1 = hn::Sub(hn::PromoteTo(dd, LoadF(dfh, x + i + M)), vk);
-    s0 = hn::Add(s0, d0);
-    s1 = hn::Add(s1, d1);
+    auto d0 = hn::PromoteTo(dd, LoadF(dfh, x + i));
+    auto d1 = hn::PromoteTo(dd, LoadF(dfh, x + i + M));
+    if constexpr (kCentered) {
+      d0 = hn::Sub(d0, vk);
+      d1 = hn::Sub(d1, vk);
+      s0 = hn::Add(s0, d0);
+      s1 = hn::Add(s1, d1);
+    }
     q0 = hn::MulAdd(d0, d0, q0);
     q1 = hn::MulAdd(d1, d1, q1);
   }
@@ -1039,7 +1044,7 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
     const auto d0 = hn::IfThenElseZero(
         hn::FirstN(dd, count),
         hn::Sub(hn::PromoteTo(dd, LoadTailF(dfh, x + i, count)), vk));
-    s0 = hn::Add(s0, d0);
+    if constexpr (kCentered) s0 = hn::Add(s0, d0);
     q0 = hn::MulAdd(d0, d0, q0);
   }
   sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
@@ -1053,12 +1058,12 @@ HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n, float eps,
                                        int kind) {
   float k = kLayerNorm ? ToFloat(x[0]) : 0.0f;
   double s, q;
-  SumsF64(df, x, n, k, s, q);
+  SumsF64<kLayerNorm>(df, x, n, k, s, q);
   const internal::SumModel model = internal::DoubleSums(n);
   internal::RowStats st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
   if (internal::ShouldRecenter(kind, st)) {
     k = static_cast<float>(st.k + st.c);
-    SumsF64(df, x, n, k, s, q);
+    SumsF64<kLayerNorm>(df, x, n, k, s, q);
     st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
   }
   return st;
@@ -1431,6 +1436,9 @@ class LazyCrRow {
     }
     return row_;
   }
+  // The relative error bound of the r the row's scale was rounded from (the
+  // statistics it came with: read it before Get() makes the double ones).
+  double ScaleError() const { return row_.st.er; }
 
  private:
   internal::CrRow row_;
@@ -1706,7 +1714,7 @@ HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
 // vector of N). In Hugging Face's order y = t * g is then exact in fp32
 // (8 + 8 significant bits, |y| >= 2^-119 where |g| >= 2^-60 or g = 0) and
 // its conversion is its one rounding. Lanes near a midpoint and v below
-// 2^-59 flag their group of 8N elements, which the interval test and the
+// 2^-59 flag their 2N elements, which the interval test and the
 // decisions then redo: y = 0 too, but not a t that rounds to 0 (|t| <
 // 2^-134, so the exact t, within 2^-150 + r|t| of it, is below 2^-134 as
 // well, and its sign is x's).
@@ -1744,22 +1752,21 @@ inline bool TameUnits(double r, uint16_t& units) {
   return true;
 }
 
-// Hugging Face's order: TermsOf's bound et <= alpha|x| + beta + 2^-126
-// and |x| <= |t| (1 + u) / mul give r = alpha (1 + 2u) / mul + (beta +
-// 2^-126) 2^60 for |t| >= 2^-60.
-inline bool TameUnitsOfT(const RowScale& k, const RowBound& bound,
-                         uint16_t& units) {
-  if (!(k.mul > 0.0f && k.mul < HUGE_VALF)) return false;
-  return TameUnits(bound.alpha * (1 + 0x1p-23) / k.mul +
-                       (static_cast<double>(bound.beta) + 0x1p-126) * 0x1p60,
-                   units);
+// K for v made from a scale rounded to fp32 from r (relative error er) and
+// `roundings` fp32 products (v = x * mul, Hugging Face's t: 1; y = x * mul
+// * g: 2), all normal where |v| >= 2^-59 (|t| >= 2^-119 then, as |g| <=
+// 2^60): |v - exact v| <= ((1 + er)(1 + u)^(1 + roundings) - 1)|v|, which
+// TameUnits' margin of 2^-20 covers as r = er + (1 + roundings) u (er
+// taken 1% larger, as CheckedScale does, for its own second-order terms).
+inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
+  return er >= 0.0 && TameUnits(er * 1.01 + (1 + roundings) * 0x1p-24, units);
 }
 
-// Elements [i, end) (end - i a multiple of 2N), stored; returns a bit per
-// group of 8N elements (the first group in bit 0) with a lane left open.
+// Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
+// returns a bit per 2N elements (the first in bit 0) with a lane left open.
 // kRoundT: Hugging Face's order (v = t), else v = y.
 template <bool kRoundT, class DF>
-HWY_NOINLINE uint32_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
+HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
                                 bf16_t* HWY_RESTRICT y,
                                 const bf16_t* HWY_RESTRICT gamma, size_t i,
                                 size_t end, float mul, uint16_t units) {
@@ -1776,37 +1783,33 @@ HWY_NOINLINE uint32_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
   // |v| below 2^-59: t but not 0 (mag - 1 wraps there), or y (0 too).
   const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
   const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
-  uint32_t flagged = 0;
-  for (uint32_t bit = 1; i < end; bit <<= 1) {
-    const size_t group_end = end - i > 8 * N ? i + 8 * N : end;
-    auto open = hn::FirstN(d16, 0);
-    for (; i < group_end; i += 2 * N) {
-      auto va = hn::Mul(LoadPairA(df, x + i), vmul);
-      auto vb = hn::Mul(LoadPairB(df, x + i), vmul);
-      const auto ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
-      if constexpr (!kRoundT) {
-        va = hn::Mul(va, ga);
-        vb = hn::Mul(vb, gb);
-      }
-      const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
-      // v's bits below bf16's, and v rounded half up, both packed as x is
-      // (the even elements in the low halves).
-      const auto low =
-          hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
-      const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
-                              hn::And(hn::Add(ub, half), hi));
-      const auto mag = hn::And(hn::BitCast(d16, v16), abs);
-      open = hn::Or(open, hn::Or(hn::Lt(hn::Add(low, shift), width),
-                                 hn::Lt(hn::Sub(mag, bias), below)));
-      if constexpr (kRoundT) {
-        const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
-        const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
-        Store2N<true, kQuietNaNs<bf16_t>>(df, ya, yb, y + i, false);
-      } else {
-        hn::StoreU(v16, du, reinterpret_cast<uint32_t*>(y + i));
-      }
+  uint64_t flagged = 0;
+  for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
+    auto va = hn::Mul(LoadPairA(df, x + i), vmul);
+    auto vb = hn::Mul(LoadPairB(df, x + i), vmul);
+    const auto ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+    if constexpr (!kRoundT) {
+      va = hn::Mul(va, ga);
+      vb = hn::Mul(vb, gb);
     }
+    const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
+    // v's bits below bf16's, and v rounded half up, both packed as x is
+    // (the even elements in the low halves).
+    const auto low =
+        hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
+    const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
+                            hn::And(hn::Add(ub, half), hi));
+    const auto mag = hn::And(hn::BitCast(d16, v16), abs);
+    const auto open = hn::Or(hn::Lt(hn::Add(low, shift), width),
+                             hn::Lt(hn::Sub(mag, bias), below));
     if (!hn::AllFalse(d16, open)) flagged |= bit;
+    if constexpr (kRoundT) {
+      const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
+      const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
+      Store2N<true, kQuietNaNs<bf16_t>>(df, ya, yb, y + i, false);
+    } else {
+      hn::StoreU(v16, du, reinterpret_cast<uint32_t*>(y + i));
+    }
   }
   return flagged;
 }
@@ -1823,14 +1826,15 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
   if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
                 std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
     if (!w.tame_gamma || !row_tame) return false;
-    const size_t group = 8 * hn::Lanes(df);
+    const size_t group = 2 * hn::Lanes(df);
+    static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
     ForChunks(paired_end, [&](size_t i, size_t end) {
-      uint32_t flagged =
+      uint64_t flagged =
           TameChunk<kRoundT>(df, x, y, w.gamma, i, end, mul, units);
       for (; flagged != 0; flagged &= flagged - 1) {
         const size_t g0 =
-            i + hwy::Num0BitsBelowLS1Bit_Nonzero32(flagged) * group;
-        redo(g0, end - g0 > group ? g0 + group : end);
+            i + hwy::Num0BitsBelowLS1Bit_Nonzero64(flagged) * group;
+        redo(g0, g0 + group);
       }
     });
     return true;
@@ -1857,7 +1861,7 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   };
   // y's bound is r|y| + f, f for subnormal t and y only (YBoundOf).
   uint16_t units = 0;
-  const bool row_tame = !kLayerNorm && TameUnits(yb.r, units);
+  const bool row_tame = !kLayerNorm && TameUnitsOf(cr.ScaleError(), 2, units);
   if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
                                      units, redo)) {
     ForChunks(paired_end, redo);
@@ -1994,7 +1998,7 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
     }
   };
   uint16_t units = 0;
-  const bool row_tame = kExactY && TameUnitsOfT(k, bound, units);
+  const bool row_tame = kExactY && TameUnitsOf(cr.ScaleError(), 1, units);
   if (!TameChunks<kLayerNorm, true>(df, x, y, w, paired_end, k.mul, row_tame,
                                     units, redo)) {
     ForChunks(paired_end, redo);
