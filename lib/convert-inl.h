@@ -200,6 +200,16 @@ HWY_INLINE __m256i NarrowBF16(__m512 v) {
   return (__m256i)_mm512_cvtneps_pbh(v);
 }
 
+// A pair's bf16 in one conversion (words 0-15 are b's, 16-31 a's), then
+// in the pair's layout: a_i in word 2i and b_i in word 2i + 1.
+HWY_INLINE __m512i PairBF16(__m512 a, __m512 b) {
+  const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(a, b);
+  alignas(64) static constexpr uint16_t kInterleave[32] = {
+      16, 0, 17, 1, 18, 2,  19, 3,  20, 4,  21, 5,  22, 6,  23, 7,
+      24, 8, 25, 9, 26, 10, 27, 11, 28, 12, 29, 13, 30, 14, 31, 15};
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+}
+
 // Whether any 16-bit result is +-0.
 HWY_INLINE bool AnySignedZero(__m256i bits) {
   return _mm256_testn_epi16_mask(bits, _mm256_set1_epi16(0x7FFF)) != 0;
@@ -357,15 +367,8 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
   const hn::RebindToUnsigned<DF> du32;
 #if SIMDNORM_AVX512BF16
   if constexpr (kZmm<DF>) {
-    // One conversion of both vectors: words 0-15 are b's, 16-31 a's. The
-    // pair's layout wants a_i in word 2i and b_i in word 2i + 1.
-    const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(a.raw, b.raw);
-    alignas(64) static constexpr uint16_t kInterleave[32] = {
-        16, 0, 17, 1, 18, 2,  19, 3,  20, 4,  21, 5,  22, 6,  23, 7,
-        24, 8, 25, 9, 26, 10, 27, 11, 28, 12, 29, 13, 30, 14, 31, 15};
-    if (HWY_LIKELY(!AnySignedZero(both))) {
-      const __m512i pairs =
-          _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+    const __m512i pairs = PairBF16(a.raw, b.raw);
+    if (HWY_LIKELY(!AnySignedZero(pairs))) {
       StoreVec<kStream>(hn::Vec512<uint32_t>{pairs}, du32,
                         reinterpret_cast<uint32_t*>(p));
       return;
@@ -389,6 +392,21 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
       hn::Or(F16BitsFromF32(df, a), hn::ShiftLeft<16>(F16BitsFromF32(df, b)));
   StoreVec<kStream>(bits, du32, reinterpret_cast<uint32_t*>(p));
 #endif
+}
+
+// A pair stored as StorePair stores it, where no lane is NaN or subnormal
+// (the one input the hardware conversion takes otherwise), so it needs no
+// check: Hugging Face's y = t * g of TameChunk (or a lane it redoes).
+template <class DF>
+HWY_INLINE void StorePairNormal(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
+                                bf16_t* HWY_RESTRICT p) {
+#if SIMDNORM_AVX512BF16
+  if constexpr (kZmm<DF>) {
+    _mm512_storeu_si512(reinterpret_cast<void*>(p), PairBF16(a.raw, b.raw));
+    return;
+  }
+#endif
+  StorePair<false>(df, a, b, p);
 }
 
 // Stores of results already rounded to bf16 (their low halves are zero, as

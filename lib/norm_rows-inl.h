@@ -1806,7 +1806,7 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
     if constexpr (kRoundT) {
       const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
       const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
-      Store2N<true, kQuietNaNs<bf16_t>>(df, ya, yb, y + i, false);
+      StorePairNormal(df, ya, yb, y + i);
     } else {
       hn::StoreU(v16, du, reinterpret_cast<uint32_t*>(y + i));
     }
