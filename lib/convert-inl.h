@@ -395,8 +395,9 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 }
 
 // A pair stored as StorePair stores it, where no lane is NaN or subnormal
-// (the one input the hardware conversion takes otherwise), so it needs no
-// check: Hugging Face's y = t * g of TameChunk (or a lane it redoes).
+// (which the hardware conversion reads as zero), so without StorePair's
+// check: Hugging Face's y = t * g in TameChunk, zero or normal wherever its
+// lane is not redone.
 template <class DF>
 HWY_INLINE void StorePairNormal(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                                 bf16_t* HWY_RESTRICT p) {
