@@ -1744,22 +1744,19 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
   return true;
 }
 
-// K for a relative bound r, false where the test does not apply.
-inline bool TameUnits(double r, uint16_t& units) {
-  const double ulps = std::ceil(r * 0x1p24 * (1 + 0x1p-20));
-  if (!(ulps >= 1.0 && ulps <= 4096.0)) return false;
-  units = static_cast<uint16_t>(ulps);
-  return true;
-}
-
 // K for v made from a scale rounded to fp32 from r (relative error er) and
 // `roundings` fp32 products (v = x * mul, Hugging Face's t: 1; y = x * mul
 // * g: 2), all normal where |v| >= 2^-59 (|t| >= 2^-119 then, as |g| <=
 // 2^60): |v - exact v| <= ((1 + er)(1 + u)^(1 + roundings) - 1)|v|, which
-// TameUnits' margin of 2^-20 covers as r = er + (1 + roundings) u (er
-// taken 1% larger, as CheckedScale does, for its own second-order terms).
+// a margin of 2^-20 covers as rel = er + (1 + roundings) u (er taken 1%
+// larger, as CheckedScale does, for its own second-order terms). False
+// where the test does not apply (no bound, or K above 2^12).
 inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
-  return er >= 0.0 && TameUnits(er * 1.01 + (1 + roundings) * 0x1p-24, units);
+  const double rel = er * 1.01 + (1 + roundings) * 0x1p-24;
+  const double ulps = std::ceil(rel * 0x1p24 * (1 + 0x1p-20));
+  if (!(er >= 0.0 && ulps <= 4096.0)) return false;
+  units = static_cast<uint16_t>(ulps);
+  return true;
 }
 
 // Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
