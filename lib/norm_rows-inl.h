@@ -1016,7 +1016,8 @@ inline constexpr bool kRounds16 =
 
 // sum(x - k) and sum((x - k)^2) in double lanes (x - k in double from
 // float x and k; error bounds in StatsFromSums); !kCentered: k = 0 and
-// only sum(x^2) (sum is 0).
+// only sum(x^2) (sum is 0). Four chains per sum: with two, the adds'
+// latency bounded the loop (1.6x the time at hidden 896).
 template <bool kCentered = true, class DF, typename TX>
 HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
                           double& sum, double& sum_sq) {
@@ -1024,20 +1025,28 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
   const hn::Rebind<float, decltype(dd)> dfh;
   const size_t M = hn::Lanes(dd);
   const auto vk = hn::Set(dd, static_cast<double>(k));
-  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), q0 = hn::Zero(dd),
-       q1 = hn::Zero(dd);
+  auto s0 = hn::Zero(dd), s1 = hn::Zero(dd), s2 = hn::Zero(dd),
+       s3 = hn::Zero(dd);
+  auto q0 = hn::Zero(dd), q1 = hn::Zero(dd), q2 = hn::Zero(dd),
+       q3 = hn::Zero(dd);
+  const auto at = [&](size_t j) {
+    const auto d = hn::PromoteTo(dd, LoadF(dfh, x + j));
+    return kCentered ? hn::Sub(d, vk) : d;
+  };
   size_t i = 0;
-  for (; i + 2 * M <= n; i += 2 * M) {
-    auto d0 = hn::PromoteTo(dd, LoadF(dfh, x + i));
-    auto d1 = hn::PromoteTo(dd, LoadF(dfh, x + i + M));
+  for (; i + 4 * M <= n; i += 4 * M) {
+    const auto d0 = at(i), d1 = at(i + M), d2 = at(i + 2 * M),
+               d3 = at(i + 3 * M);
     if constexpr (kCentered) {
-      d0 = hn::Sub(d0, vk);
-      d1 = hn::Sub(d1, vk);
       s0 = hn::Add(s0, d0);
       s1 = hn::Add(s1, d1);
+      s2 = hn::Add(s2, d2);
+      s3 = hn::Add(s3, d3);
     }
     q0 = hn::MulAdd(d0, d0, q0);
     q1 = hn::MulAdd(d1, d1, q1);
+    q2 = hn::MulAdd(d2, d2, q2);
+    q3 = hn::MulAdd(d3, d3, q3);
   }
   for (; i < n; i += M) {
     const size_t count = n - i < M ? n - i : M;
@@ -1047,8 +1056,10 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
     if constexpr (kCentered) s0 = hn::Add(s0, d0);
     q0 = hn::MulAdd(d0, d0, q0);
   }
-  sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(s0, s1)));
-  sum_sq = hn::GetLane(hn::SumOfLanes(dd, hn::Add(q0, q1)));
+  sum = hn::GetLane(
+      hn::SumOfLanes(dd, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+  sum_sq = hn::GetLane(
+      hn::SumOfLanes(dd, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3))));
 }
 
 // A row's double statistics: shifted by x[0], and again by the mean when
@@ -1621,22 +1632,58 @@ HWY_INLINE void LeanChecked2N(DF df, const TX* HWY_RESTRICT x,
   }
 }
 
+// A row of 16-bit y, correctly rounded, without Hugging Face's rounding:
+// chunks of kLeanChunk elements 2N at a time (pairs where x, y and the
+// weights pair alike, as the fast kernels move them), the rare group
+// with an open lane checked again with the decisions; then vectors and the
+// tail. x is never y.
+inline constexpr size_t kLeanChunk = 512;
+
+// Calls f(i, end) for each chunk [i, end) of [0, paired_end).
+template <class F>
+HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
+  for (size_t i = 0; i < paired_end; i += kLeanChunk) {
+    f(i, paired_end - i > kLeanChunk ? i + kLeanChunk : paired_end);
+  }
+}
+
+// A chunk's open lanes are flagged by groups of FlagGroup elements, a bit
+// each (the first in bit 0), so that only those groups are checked again
+// (a chunk at a time, LayerNorm bf16 redid ~28 % of its elements).
+inline constexpr size_t kMaxFlags = 64;
+template <class DF>
+HWY_INLINE size_t FlagGroup(DF df) {
+  return HWY_MAX(2 * hn::Lanes(df), kLeanChunk / kMaxFlags);
+}
+
+// Calls f(g0, g1) for each group [g0, g1) of the chunk [i, end) flagged.
+template <class F>
+HWY_INLINE void ForFlaggedGroups(uint64_t flagged, size_t i, size_t end,
+                                 size_t group, const F& f) {
+  for (; flagged != 0; flagged &= flagged - 1) {
+    const size_t g0 = i + hwy::Num0BitsBelowLS1Bit_Nonzero64(flagged) * group;
+    f(g0, HWY_MIN(g0 + group, end));
+  }
+}
+
 // Elements [i, end) of a checked row, 2N at a time (end - i a multiple of
-// 2N): stores the results and returns whether a lane is left open. Kept
-// apart from the decisions, so that its loop makes no calls and keeps its
-// constants in registers (with the calls in the same function, GCC 12
-// reloaded them from the stack: 1.8x the instructions).
+// 2N, at most kLeanChunk): stores the results and returns the flags of the
+// groups with a lane left open. Kept apart from the decisions, so that its
+// loop makes no calls and keeps its constants in registers (with the calls
+// in the same function, GCC 12 reloaded them from the stack: 1.8x the
+// instructions).
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
-HWY_NOINLINE bool LeanChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
-                            const Weights<TP> w, size_t i, size_t end,
-                            RowScale k, YBound yb) {
+HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
+                                TY* HWY_RESTRICT y, const Weights<TP> w,
+                                const size_t begin, size_t end, RowScale k,
+                                YBound yb) {
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
   const auto vab = hn::Set(df, yb.ab);
-  auto clear = hn::FirstN(df, N);
-  for (; i < end; i += 2 * N) {
+  uint64_t flagged = 0;
+  for (size_t i = begin; i < end; i += 2 * N) {
     hn::Vec<DF> va, vb;
     hn::Mask<DF> ca, cb;
     LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
@@ -1651,9 +1698,11 @@ HWY_NOINLINE bool LeanChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
     } else {
       Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
     }
-    clear = hn::And(clear, hn::And(ca, cb));
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(ca, cb)))) {
+      flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
+    }
   }
-  return !hn::AllTrue(df, clear);
+  return flagged;
 }
 
 // The open lanes of elements [i, end) of a checked row, decided.
@@ -1680,21 +1729,6 @@ HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
                 stride);
     DecideLanes(df, hn::VecFromMask(df, hn::Not(cb)),
                 kEvenOddPair ? i + 1 : i + N, N, y, w, cr, cache, stride);
-  }
-}
-
-// A row of 16-bit y, correctly rounded, without Hugging Face's rounding:
-// chunks of kLeanChunk elements 2N at a time (pairs where x, y and the
-// weights pair alike, as the fast kernels move them), the rare chunk with
-// an open lane checked again with the decisions; then vectors and the
-// tail. x is never y.
-inline constexpr size_t kLeanChunk = 512;
-
-// Calls f(i, end) for each chunk [i, end) of [0, paired_end).
-template <class F>
-HWY_INLINE void ForChunks(size_t paired_end, const F& f) {
-  for (size_t i = 0; i < paired_end; i += kLeanChunk) {
-    f(i, paired_end - i > kLeanChunk ? i + kLeanChunk : paired_end);
   }
 }
 
@@ -1826,13 +1860,9 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     const size_t group = 2 * hn::Lanes(df);
     static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
     ForChunks(paired_end, [&](size_t i, size_t end) {
-      uint64_t flagged =
-          TameChunk<kRoundT>(df, x, y, w.gamma, i, end, mul, units);
-      for (; flagged != 0; flagged &= flagged - 1) {
-        const size_t g0 =
-            i + hwy::Num0BitsBelowLS1Bit_Nonzero64(flagged) * group;
-        redo(g0, g0 + group);
-      }
+      ForFlaggedGroups(
+          TameChunk<kRoundT>(df, x, y, w.gamma, i, end, mul, units), i, end,
+          group, redo);
     });
     return true;
   }
@@ -1852,9 +1882,11 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
   const auto redo = [&](size_t i, size_t end) {
-    if (LeanChunk<kLayerNorm>(df, x, y, w, i, end, k, yb)) {
-      DecideChunk<kLayerNorm>(df, x, y, w, i, end, k, yb, cr, cache);
-    }
+    ForFlaggedGroups(LeanChunk<kLayerNorm>(df, x, y, w, i, end, k, yb), i, end,
+                     FlagGroup(df), [&](size_t g0, size_t g1) {
+                       DecideChunk<kLayerNorm>(df, x, y, w, g0, g1, k, yb, cr,
+                                               cache);
+                     });
   };
   // y's bound is r|y| + f, f for subnormal t and y only (YBoundOf).
   uint16_t units = 0;
@@ -1913,28 +1945,32 @@ HWY_INLINE void HFChecked2N(DF df, const TX* HWY_RESTRICT x,
 }
 
 // Elements [i, end) of a checked row in Hugging Face's order, 2N at a time:
-// stores the results and returns whether a lane is left open (as
-// LeanChunk, and kept apart from the decisions for the same reason).
+// stores the results and returns the flags of the groups with a lane left
+// open (as LeanChunk, and kept apart from the decisions for the same
+// reason).
 template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
           typename TP>
-HWY_NOINLINE bool HFChunk(DF df, const TX* HWY_RESTRICT x, TY* HWY_RESTRICT y,
-                          const Weights<TP> w, size_t i, size_t end, RowScale k,
-                          RowBound bound) {
+HWY_NOINLINE uint64_t HFChunk(DF df, const TX* HWY_RESTRICT x,
+                              TY* HWY_RESTRICT y, const Weights<TP> w,
+                              const size_t begin, size_t end, RowScale k,
+                              RowBound bound) {
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
-  auto clear = hn::FirstN(df, N);
-  for (; i < end; i += 2 * N) {
+  uint64_t flagged = 0;
+  for (size_t i = begin; i < end; i += 2 * N) {
     hn::Vec<DF> va, vb, ta, tb;
     hn::Mask<DF> ca, cb, tca, tcb;
     HFChecked2N<kLayerNorm, kExactY, DF, TX, TY>(df, x, w, i, m, mul, add,
                                                  alpha, beta, va, vb, ta, tb,
                                                  ca, cb, tca, tcb);
     Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
-    clear = hn::And(clear, hn::And(ca, cb));
+    if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(ca, cb)))) {
+      flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
+    }
   }
-  return !hn::AllTrue(df, clear);
+  return flagged;
 }
 
 // The open lanes of elements [i, end) of a checked row in Hugging Face's
@@ -1989,10 +2025,12 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
   const auto redo = [&](size_t i, size_t end) {
-    if (HFChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound)) {
-      HFDecideChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound, cr,
-                                         cache);
-    }
+    ForFlaggedGroups(
+        HFChunk<kLayerNorm, kExactY>(df, x, y, w, i, end, k, bound), i, end,
+        FlagGroup(df), [&](size_t g0, size_t g1) {
+          HFDecideChunk<kLayerNorm, kExactY>(df, x, y, w, g0, g1, k, bound, cr,
+                                             cache);
+        });
   };
   uint16_t units = 0;
   const bool row_tame = kExactY && TameUnitsOf(cr.ScaleError(), 1, units);
