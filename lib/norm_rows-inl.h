@@ -1323,7 +1323,8 @@ HWY_INLINE hn::Mask<DF> HFCheckedAt(DF df, const TX* HWY_RESTRICT x,
   TermsAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add, alpha, beta, t, et,
                            g, b);
   if constexpr (std::is_same_v<TX, bf16_t>) {  // et has WithEnds' room
-    t_clear = RoundsAlikeBF16(df, t, et, tx);
+    // t is finite: the row has no NaN or inf, and mul and add are finite.
+    t_clear = RoundsAlikeBF16</*kNaNLowBits=*/false>(df, t, et, tx);
   } else {
     tx = RoundTo<TX>(df, t);
     t_clear = RoundsClear<TX>(df, t, et);
@@ -1600,7 +1601,7 @@ HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
   const auto e = hn::MulAdd(vr, hn::Abs(y), weights);
   hn::Mask<DF> clear;
   if constexpr (std::is_same_v<TY, bf16_t>) {
-    clear = RoundsAlikeBF16(df, y, e, y);  // y is rounded
+    clear = RoundsAlikeBF16<kQuietNaNs<TP>>(df, y, e, y);  // y is rounded
   } else {
     clear = RoundsClear<TY>(df, y, e);
   }
