@@ -1017,9 +1017,11 @@ inline constexpr bool kRounds16 =
 // sum(x - k) and sum((x - k)^2) in double lanes (x - k in double from
 // float x and k; error bounds in StatsFromSums); !kCentered: k = 0 and
 // only sum(x^2) (sum is 0). Four chains per sum: with two, the adds'
-// latency bounded the loop (1.6x the time at hidden 896).
+// latency bounded the loop (1.6x the time at hidden 896). Elements are
+// read 2N at a time as pairs (LoadPairA/B: bf16 without a shuffle), then
+// widened by halves; any order of the terms has the same bound.
 template <bool kCentered = true, class DF, typename TX>
-HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
+HWY_NOINLINE void SumsF64(DF df, const TX* HWY_RESTRICT x, size_t n, float k,
                           double& sum, double& sum_sq) {
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> dfh;
@@ -1029,14 +1031,19 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
        s3 = hn::Zero(dd);
   auto q0 = hn::Zero(dd), q1 = hn::Zero(dd), q2 = hn::Zero(dd),
        q3 = hn::Zero(dd);
-  const auto at = [&](size_t j) {
-    const auto d = hn::PromoteTo(dd, LoadF(dfh, x + j));
+  size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const auto centered = [&](hn::Vec<decltype(dfh)> v) {
+    const auto d = hn::PromoteTo(dd, v);
     return kCentered ? hn::Sub(d, vk) : d;
   };
-  size_t i = 0;
-  for (; i + 4 * M <= n; i += 4 * M) {
-    const auto d0 = at(i), d1 = at(i + M), d2 = at(i + 2 * M),
-               d3 = at(i + 3 * M);
+  const size_t N = hn::Lanes(df);
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
+    const auto d0 = centered(hn::LowerHalf(dfh, va));
+    const auto d1 = centered(hn::UpperHalf(dfh, va));
+    const auto d2 = centered(hn::LowerHalf(dfh, vb));
+    const auto d3 = centered(hn::UpperHalf(dfh, vb));
     if constexpr (kCentered) {
       s0 = hn::Add(s0, d0);
       s1 = hn::Add(s1, d1);
@@ -1048,6 +1055,9 @@ HWY_NOINLINE void SumsF64(DF, const TX* HWY_RESTRICT x, size_t n, float k,
     q2 = hn::MulAdd(d2, d2, q2);
     q3 = hn::MulAdd(d3, d3, q3);
   }
+#else
+  (void)df;
+#endif
   for (; i < n; i += M) {
     const size_t count = n - i < M ? n - i : M;
     const auto d0 = hn::IfThenElseZero(
