@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -50,7 +52,18 @@ std::string Caches() {
     out += (out.empty() ? "L" : ", L") + level + (type == "Data" ? "d " : " ") +
            size;
   }
-  return out.empty() ? "unknown" : out + " (cpu0)";
+  if (!out.empty()) return out + " (cpu0)";
+  // No sysfs cache entries (some KVM guests): glibc's sizes, from CPUID.
+  const long sizes[] = {sysconf(_SC_LEVEL1_DCACHE_SIZE),
+                        sysconf(_SC_LEVEL2_CACHE_SIZE),
+                        sysconf(_SC_LEVEL3_CACHE_SIZE)};
+  const char* names[] = {"L1d ", "L2 ", "L3 "};
+  for (int i = 0; i < 3; ++i) {
+    if (sizes[i] <= 0) continue;
+    out += (out.empty() ? "" : ", ") + std::string(names[i]) +
+           std::to_string(sizes[i] >> 10) + " KiB";
+  }
+  return out.empty() ? "unknown" : out + " (CPUID)";
 }
 
 }  // namespace
