@@ -200,14 +200,22 @@ HWY_INLINE __m256i NarrowBF16(__m512 v) {
   return (__m256i)_mm512_cvtneps_pbh(v);
 }
 
-// A pair's bf16 in one conversion (words 0-15 are b's, 16-31 a's), then
-// in the pair's layout: a_i in word 2i and b_i in word 2i + 1.
-HWY_INLINE __m512i PairBF16(__m512 a, __m512 b) {
-  const __m512i both = (__m512i)_mm512_cvtne2ps_pbh(a, b);
+// A pair's bf16 in one conversion: words 0-15 are b's, 16-31 a's.
+HWY_INLINE __m512i BothBF16(__m512 a, __m512 b) {
+  return (__m512i)_mm512_cvtne2ps_pbh(a, b);
+}
+
+// BothBF16's words in the pair's layout: a_i in word 2i, b_i in 2i + 1.
+HWY_INLINE __m512i Interleaved(__m512i both) {
   alignas(64) static constexpr uint16_t kInterleave[32] = {
       16, 0, 17, 1, 18, 2,  19, 3,  20, 4,  21, 5,  22, 6,  23, 7,
       24, 8, 25, 9, 26, 10, 27, 11, 28, 12, 29, 13, 30, 14, 31, 15};
   return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), both);
+}
+
+// A pair's bf16 in one conversion, in the pair's layout.
+HWY_INLINE __m512i PairBF16(__m512 a, __m512 b) {
+  return Interleaved(BothBF16(a, b));
 }
 
 // Whether any 16-bit result is +-0.
@@ -409,6 +417,25 @@ HWY_INLINE void StorePairNormal(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 #endif
   StorePair<false>(df, a, b, p);
 }
+
+#if SIMDNORM_AVX512BF16
+// The pair (a, b), each lane within its bound (ea, eb) of the exact value
+// and the bound covering the roundings of v -+ e (as for RoundsAlikeBF16),
+// rounded by the hardware: rounding is monotonic, so where a - ea and
+// a + ea round to the same bf16 the exact value between them does too.
+// Stores the low ends' bf16 (the pair's layout) and returns whether every
+// lane's two ends agreed. For finite a and b with e >= 2^-126 on every
+// lane (callers' floors): the conversion reads a subnormal end as zero,
+// and ends that straddle zero keep opposite signs (-0 and +0 differ), so
+// a flushed end never agrees where it should not; an inf has a NaN end.
+HWY_INLINE bool StoreIfAlikePairBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
+                                     bf16_t* HWY_RESTRICT p) {
+  const __m512i lo = BothBF16(_mm512_sub_ps(a, ea), _mm512_sub_ps(b, eb));
+  const __m512i hi = BothBF16(_mm512_add_ps(a, ea), _mm512_add_ps(b, eb));
+  _mm512_storeu_si512(reinterpret_cast<void*>(p), Interleaved(lo));
+  return _mm512_cmpneq_epi16_mask(lo, hi) == 0;
+}
+#endif
 
 // Stores of results already rounded to bf16 (their low halves are zero, as
 // RoundsAlikeBF16 gives them): the top halves moved into place, no

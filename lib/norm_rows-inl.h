@@ -278,6 +278,7 @@ struct Weights {
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
   bool tame_gamma = false;  // TameGamma: TameChunk may run
+  bool finite = false;      // FiniteBF16 of gamma and beta, no offset
 };
 
 // The weights of a call.
@@ -1580,15 +1581,14 @@ inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
 }
 
 // One vector of a checked row (without Hugging Face's rounding): its
-// results y and the lanes that round as the exact values do (YBound).
-template <bool kLayerNorm, At kAt, class DF, typename TX, typename TY,
-          typename TP>
-HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
-                                      const Weights<TP>& w, size_t i,
-                                      size_t count, hn::Vec<DF> m,
-                                      hn::Vec<DF> mul, hn::Vec<DF> add,
-                                      hn::Vec<DF> vr, hn::Vec<DF> vag,
-                                      hn::Vec<DF> vab, hn::Vec<DF>& y) {
+// results y, and their bound e (YBound) as the return value.
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+HWY_INLINE hn::Vec<DF> LeanBoundAt(DF df, const TX* HWY_RESTRICT x,
+                                   const Weights<TP>& w, size_t i, size_t count,
+                                   hn::Vec<DF> m, hn::Vec<DF> mul,
+                                   hn::Vec<DF> add, hn::Vec<DF> vr,
+                                   hn::Vec<DF> vag, hn::Vec<DF> vab,
+                                   hn::Vec<DF>& y) {
   hn::Vec<DF> g, b;
   WeightsAt<kAt>(df, w, i, count, g, b);
   const auto xv = LoadAt<kAt>(df, x + i, count);
@@ -1608,7 +1608,21 @@ HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
     weights = hn::MulAdd(vab, hn::Abs(b), floor);
   }
   y = GammaBeta(df, t, g, b);
-  const auto e = hn::MulAdd(vr, hn::Abs(y), weights);
+  return hn::MulAdd(vr, hn::Abs(y), weights);
+}
+
+// One vector of a checked row (without Hugging Face's rounding): its
+// results y and the lanes that round as the exact values do (YBound).
+template <bool kLayerNorm, At kAt, class DF, typename TX, typename TY,
+          typename TP>
+HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
+                                      const Weights<TP>& w, size_t i,
+                                      size_t count, hn::Vec<DF> m,
+                                      hn::Vec<DF> mul, hn::Vec<DF> add,
+                                      hn::Vec<DF> vr, hn::Vec<DF> vag,
+                                      hn::Vec<DF> vab, hn::Vec<DF>& y) {
+  const auto e = LeanBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add,
+                                              vr, vag, vab, y);
   hn::Mask<DF> clear;
   if constexpr (std::is_same_v<TY, bf16_t>) {
     clear = RoundsAlikeBF16<kQuietNaNs<TP>>(df, y, e, y);  // y is rounded
@@ -1677,6 +1691,23 @@ HWY_INLINE void ForFlaggedGroups(uint64_t flagged, size_t i, size_t end,
   }
 }
 
+// The 2N bf16 results of LeanChecked2N at p.
+template <class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void StoreChecked2N(DF df, hn::Vec<DF> va, hn::Vec<DF> vb,
+                               TY* HWY_RESTRICT p) {
+  const size_t N = hn::Lanes(df);
+  if constexpr (std::is_same_v<TY, bf16_t>) {  // rounded (RoundsAlikeBF16)
+    if constexpr (kPairs<TX, TY, TP>) {
+      StoreRoundedPair(df, va, vb, p);
+    } else {
+      StoreRounded(df, va, p);
+      StoreRounded(df, vb, p + N);
+    }
+  } else {
+    Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, p, false);
+  }
+}
+
 // Elements [i, end) of a checked row, 2N at a time (end - i a multiple of
 // 2N, at most kLeanChunk): stores the results and returns the flags of the
 // groups with a lane left open. Kept apart from the decisions, so that its
@@ -1694,21 +1725,36 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
+#if SIMDNORM_AVX512BF16
+  // LayerNorm's bf16 pairs with finite weights: both ends of each lane
+  // rounded by VCVTNE2PS2BF16 (StoreIfAlikePairBF16), ~10 operations per 2N
+  // fewer than two RoundsAlikeBF16 and the packing. e >= kYFloor = 2^-111
+  // on every lane; a NaN y needs a NaN weight. DecideChunk stores its
+  // group again (a tie at a low end rounds to even here).
+  if constexpr (kLayerNorm && kZmm<DF> && kPairs<TX, TY, TP> &&
+                std::is_same_v<TY, bf16_t>) {
+    if (w.finite) {
+      for (size_t i = begin; i < end; i += 2 * N) {
+        hn::Vec<DF> va, vb;
+        const auto ea = LeanBoundAt<kLayerNorm, At::kPairA>(
+            df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
+        const auto eb = LeanBoundAt<kLayerNorm, At::kPairB>(
+            df, x, w, i, 0, m, mul, add, vr, vag, vab, vb);
+        if (HWY_UNLIKELY(
+                !StoreIfAlikePairBF16(va.raw, ea.raw, vb.raw, eb.raw, y + i))) {
+          flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
+        }
+      }
+      return flagged;
+    }
+  }
+#endif
   for (size_t i = begin; i < end; i += 2 * N) {
     hn::Vec<DF> va, vb;
     hn::Mask<DF> ca, cb;
     LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
                                           vab, va, vb, ca, cb);
-    if constexpr (std::is_same_v<TY, bf16_t>) {  // rounded (RoundsAlikeBF16)
-      if constexpr (kPairs<TX, TY, TP>) {
-        StoreRoundedPair(df, va, vb, y + i);
-      } else {
-        StoreRounded(df, va, y + i);
-        StoreRounded(df, vb, y + i + N);
-      }
-    } else {
-      Store2N<kPairs<TX, TY, TP>, kQuietNaNs<TP>>(df, va, vb, y + i, false);
-    }
+    StoreChecked2N<DF, TX, TY, TP>(df, va, vb, y + i);
     if (HWY_UNLIKELY(!hn::AllTrue(df, hn::And(ca, cb)))) {
       flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
     }
@@ -1734,6 +1780,7 @@ HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
     hn::Mask<DF> ca, cb;
     LeanChecked2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
                                           vab, va, vb, ca, cb);
+    StoreChecked2N<DF, TX, TY, TP>(df, va, vb, y + i);
     if (hn::AllTrue(df, hn::And(ca, cb))) continue;
     const size_t stride = kEvenOddPair ? 2 : 1;
     DecideLanes(df, hn::VecFromMask(df, hn::Not(ca)), i, N, y, w, cr, cache,
@@ -1785,6 +1832,25 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
   for (; i < n; ++i) {
     const uint16_t mag = g[i] & 0x7FFF;
     if (mag != 0 && (mag < kTameLow || mag > kTameTop)) return false;
+  }
+  return true;
+}
+
+// Whether no bf16 of p[0, n) is NaN or infinite (true for null).
+template <class D16>
+HWY_INLINE bool FiniteBF16(D16 d16, const bf16_t* p, size_t n) {
+  if (p == nullptr) return true;
+  const uint16_t* u = reinterpret_cast<const uint16_t*>(p);
+  const size_t N = hn::Lanes(d16);
+  const auto abs = hn::Set(d16, 0x7FFF), max = hn::Set(d16, 0x7F7F);
+  auto wild = hn::FirstN(d16, 0);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    wild = hn::Or(wild, hn::Lt(max, hn::And(hn::LoadU(d16, u + i), abs)));
+  }
+  if (!hn::AllFalse(d16, wild)) return false;
+  for (; i < n; ++i) {
+    if ((u[i] & 0x7FFF) > 0x7F7F) return false;
   }
   return true;
 }
@@ -2251,10 +2317,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
   Weights<TP> w = WeightsOf<TP>(a);
-  if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
-                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
-    if (w.gamma != nullptr && ExactProducts(w)) {
-      w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
+  if constexpr (std::is_same_v<TX, bf16_t> && std::is_same_v<TY, bf16_t> &&
+                std::is_same_v<TP, bf16_t>) {
+    const hn::ScalableTag<uint16_t> d16;
+    if (!kLayerNorm && w.gamma != nullptr && ExactProducts(w)) {
+      w.tame_gamma = TameGamma(d16, w.gamma, n);
+    }
+    if (kLayerNorm && !w.has_offset) {
+      w.finite = FiniteBF16(d16, w.gamma, n) && FiniteBF16(d16, w.beta, n);
     }
   }
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
