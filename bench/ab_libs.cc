@@ -13,6 +13,9 @@
 // kind: layernorm (with gamma and beta), rmsnorm, l2norm (gamma); dtype:
 // f32 or bf16 for x, y and the weights; flags: simdnorm_desc.flags (e.g.
 // 1 = SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING).
+// kind KIND-backward (layernorm, rmsnorm) times simdnorm_backward instead:
+// dx, dgamma and dbeta (layernorm) from the forward's saved statistics, as
+// autograd calls it; dy = N(0,1).
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
@@ -30,10 +33,12 @@
 namespace {
 
 using NormalizeFn = simdnorm_status (*)(const simdnorm_desc*, size_t);
+using BackwardFn = simdnorm_status (*)(const simdnorm_backward_desc*, size_t);
 using SetIsaFn = simdnorm_status (*)(const char*);
 
 struct Lib {
   NormalizeFn normalize = nullptr;
+  BackwardFn backward = nullptr;
   std::vector<double> ns;
 };
 
@@ -47,8 +52,11 @@ bool Open(std::string path, const char* isa, Lib& lib) {
   }
   lib.normalize =
       reinterpret_cast<NormalizeFn>(dlsym(h, "simdnorm_normalize_sized"));
+  lib.backward =
+      reinterpret_cast<BackwardFn>(dlsym(h, "simdnorm_backward_sized"));
   auto set_isa = reinterpret_cast<SetIsaFn>(dlsym(h, "simdnorm_set_isa"));
-  if (lib.normalize == nullptr || set_isa == nullptr) {
+  if (lib.normalize == nullptr || lib.backward == nullptr ||
+      set_isa == nullptr) {
     std::fprintf(stderr, "%s: not a libsimdnorm\n", path.c_str());
     return false;
   }
@@ -106,7 +114,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "the same library twice: copy one aside\n");
     return 1;
   }
-  const std::string kind = opt["kind"];
+  const std::string suffix = "-backward";
+  const bool backward = opt["kind"].size() > suffix.size() &&
+                        opt["kind"].compare(opt["kind"].size() - suffix.size(),
+                                            suffix.size(), suffix) == 0;
+  const std::string kind = opt["kind"].substr(
+      0, opt["kind"].size() - (backward ? suffix.size() : 0));
   const bool bf16 = opt["dtype"] == "bf16";
   const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
   const size_t offset = std::stoul(opt["offset"]);
@@ -115,7 +128,8 @@ int main(int argc, char** argv) {
 
   Buffer x(rows * cols * elem, offset), y0(rows * cols * elem, offset),
       y1(rows * cols * elem, offset), gamma(cols * elem, offset),
-      beta(cols * elem, offset);
+      beta(cols * elem, offset), dy(rows * cols * elem, offset),
+      sums0(2 * cols * 4, 0), sums1(2 * cols * 4, 0), saved(2 * rows * 4, 0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   const auto fill = [&](unsigned char* p, size_t n, float mean, float sd) {
@@ -132,6 +146,7 @@ int main(int argc, char** argv) {
   fill(x.p, rows * cols, 0.0f, 1.0f);
   fill(gamma.p, cols, 1.0f, 0.1f);
   fill(beta.p, cols, 0.0f, 0.1f);
+  fill(dy.p, rows * cols, 0.0f, 1.0f);
 
   simdnorm_desc d = {};
   d.kind = kind == "layernorm" ? SIMDNORM_LAYERNORM
@@ -147,13 +162,37 @@ int main(int argc, char** argv) {
   d.max_threads = 1;
   d.flags = static_cast<unsigned>(std::stoul(opt["flags"]));
   unsigned char* outs[2] = {y0.p, y1.p};
+  float* sums[2] = {reinterpret_cast<float*>(sums0.p),
+                    reinterpret_cast<float*>(sums1.p)};
+  simdnorm_backward_desc bd = {};
+  if (backward) {  // the forward's saved statistics, then the backward's
+    d.y = y0.p;
+    d.mean_out = reinterpret_cast<float*>(saved.p);
+    d.rstd_out = d.mean_out + rows;
+    if (libs[0].normalize(&d, sizeof(d)) != SIMDNORM_OK) return 1;
+    bd.kind = d.kind;
+    bd.rows = rows;
+    bd.cols = cols;
+    bd.x = x.p;
+    bd.dy = dy.p;
+    bd.x_type = bd.dy_type = bd.dx_type = bd.param_type = d.x_type;
+    bd.gamma = gamma.p;
+    bd.eps = d.eps;
+    bd.max_threads = 1;
+    bd.mean = d.mean_out;
+    bd.rstd = d.rstd_out;
+  }
 
   using Clock = std::chrono::steady_clock;
   const auto run = [&](int w, int iters) {
     d.y = outs[w];
+    bd.dx = outs[w];
+    bd.dgamma = sums[w];
+    bd.dbeta = d.kind == SIMDNORM_LAYERNORM ? sums[w] + cols : nullptr;
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
-      const simdnorm_status s = libs[w].normalize(&d, sizeof(d));
+      const simdnorm_status s = backward ? libs[w].backward(&bd, sizeof(bd))
+                                         : libs[w].normalize(&d, sizeof(d));
       if (s != SIMDNORM_OK) {
         std::fprintf(stderr, "call failed: status %d\n", static_cast<int>(s));
         std::exit(1);
@@ -176,12 +215,13 @@ int main(int argc, char** argv) {
     min[w] = v.front();
     median[w] = v[v.size() / 2];
   }
-  const bool same = std::memcmp(y0.p, y1.p, rows * cols * elem) == 0;
+  const bool same = std::memcmp(y0.p, y1.p, rows * cols * elem) == 0 &&
+                    std::memcmp(sums0.p, sums1.p, 2 * cols * 4) == 0;
   std::printf(
       "%s %s rows %zu cols %zu offset %zu flags %u isa %s: old min %.1f "
       "median %.1f, new min %.1f median %.1f ns/row; old/new min %.3f "
       "median %.3f; outputs %s\n",
-      kind.c_str(), bf16 ? "bf16" : "f32", rows, cols, offset, d.flags,
+      opt["kind"].c_str(), bf16 ? "bf16" : "f32", rows, cols, offset, d.flags,
       isa ? isa : "auto", min[0], median[0], min[1], median[1], min[0] / min[1],
       median[0] / median[1], same ? "identical" : "DIFFER");
   return same ? 0 : 3;
