@@ -2,6 +2,7 @@
 //
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
 //       [cols=896] [offset=0] [batches=100] [flags=0] [isa=NAME]
+//       [param=f32|bf16]
 //
 // Both libraries are loaded with dlopen (give two different paths: copy
 // one build's libsimdnorm.so.* aside first) and called alternately, in
@@ -11,11 +12,11 @@
 // byte-identical. On a noisy VM two copies of one build measure 1.00-1.01x
 // this way, where separate processes differ by up to 30 %.
 // kind: layernorm (with gamma and beta), rmsnorm, l2norm (gamma); dtype:
-// f32 or bf16 for x, y and the weights; flags: simdnorm_desc.flags (e.g.
-// 1 = SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING).
-// kind KIND-backward (layernorm, rmsnorm) times simdnorm_backward instead:
-// dx, dgamma and dbeta (layernorm) from the forward's saved statistics, as
-// autograd calls it; dy = N(0,1).
+// f32 or bf16 for x, y and the weights (param: the weights' own); flags:
+// simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
+// SIMDNORM_FAST_ROUNDING). kind KIND-backward (layernorm, rmsnorm) times
+// simdnorm_backward instead: dx, dgamma and dbeta (layernorm) from the
+// forward's saved statistics, as autograd calls it; dy = N(0,1).
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
@@ -90,13 +91,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] "
                  "[rows=64] [cols=896] [offset=0] [batches=100] [flags=0] "
-                 "[isa=NAME]\n",
+                 "[isa=NAME] [param=f32|bf16]\n",
                  argv[0]);
     return 2;
   }
   std::map<std::string, std::string> opt = {
-      {"kind", "rmsnorm"}, {"dtype", "bf16"},  {"rows", "64"}, {"cols", "896"},
-      {"offset", "0"},     {"batches", "100"}, {"flags", "0"}, {"isa", ""}};
+      {"kind", "rmsnorm"}, {"dtype", "bf16"}, {"rows", "64"},
+      {"cols", "896"},     {"offset", "0"},   {"batches", "100"},
+      {"flags", "0"},      {"isa", ""},       {"param", ""}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -125,17 +127,19 @@ int main(int argc, char** argv) {
   const size_t offset = std::stoul(opt["offset"]);
   const int batches = std::stoi(opt["batches"]);
   const size_t elem = bf16 ? 2 : 4;
+  const bool param_bf16 = opt["param"].empty() ? bf16 : opt["param"] == "bf16";
 
   Buffer x(rows * cols * elem, offset), y0(rows * cols * elem, offset),
-      y1(rows * cols * elem, offset), gamma(cols * elem, offset),
-      beta(cols * elem, offset), dy(rows * cols * elem, offset),
+      y1(rows * cols * elem, offset), gamma(cols * 4, offset),
+      beta(cols * 4, offset), dy(rows * cols * elem, offset),
       sums0(2 * cols * 4, 0), sums1(2 * cols * 4, 0), saved(2 * rows * 4, 0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
-  const auto fill = [&](unsigned char* p, size_t n, float mean, float sd) {
+  const auto fill = [&](unsigned char* p, size_t n, float mean, float sd,
+                        bool as_bf16) {
     for (size_t i = 0; i < n; ++i) {
       const float v = mean + sd * normal(rng);
-      if (bf16) {
+      if (as_bf16) {
         const uint16_t b = Bf16(v);
         std::memcpy(p + 2 * i, &b, 2);
       } else {
@@ -143,10 +147,10 @@ int main(int argc, char** argv) {
       }
     }
   };
-  fill(x.p, rows * cols, 0.0f, 1.0f);
-  fill(gamma.p, cols, 1.0f, 0.1f);
-  fill(beta.p, cols, 0.0f, 0.1f);
-  fill(dy.p, rows * cols, 0.0f, 1.0f);
+  fill(x.p, rows * cols, 0.0f, 1.0f, bf16);
+  fill(gamma.p, cols, 1.0f, 0.1f, param_bf16);
+  fill(beta.p, cols, 0.0f, 0.1f, param_bf16);
+  fill(dy.p, rows * cols, 0.0f, 1.0f, bf16);
 
   simdnorm_desc d = {};
   d.kind = kind == "layernorm" ? SIMDNORM_LAYERNORM
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
   d.cols = cols;
   d.x = x.p;
   d.x_type = d.y_type = d.param_type = bf16 ? SIMDNORM_BF16 : SIMDNORM_F32;
+  d.param_type = param_bf16 ? SIMDNORM_BF16 : SIMDNORM_F32;
   d.gamma = gamma.p;
   d.beta = d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
   d.eps = 1e-6f;

@@ -419,20 +419,27 @@ HWY_INLINE void StorePairNormal(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 }
 
 #if SIMDNORM_AVX512BF16
-// The pair (a, b), each lane within its bound (ea, eb) of the exact value
-// and the bound covering the roundings of v -+ e (as for RoundsAlikeBF16),
-// rounded by the hardware: rounding is monotonic, so where a - ea and
-// a + ea round to the same bf16 the exact value between them does too.
-// Stores the low ends' bf16 (the pair's layout) and returns whether every
-// lane's two ends agreed. For finite a and b with e >= 2^-126 on every
-// lane (callers' floors): the conversion reads a subnormal end as zero,
-// and ends that straddle zero keep opposite signs (-0 and +0 differ), so
-// a flushed end never agrees where it should not; an inf has a NaN end.
-HWY_INLINE bool StoreIfAlikePairBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
-                                     bf16_t* HWY_RESTRICT p) {
-  const __m512i lo = BothBF16(_mm512_sub_ps(a, ea), _mm512_sub_ps(b, eb));
-  const __m512i hi = BothBF16(_mm512_add_ps(a, ea), _mm512_add_ps(b, eb));
-  _mm512_storeu_si512(reinterpret_cast<void*>(p), Interleaved(lo));
+// The 2N results (a, b), each lane within its bound (ea, eb) of the exact
+// value and the bound covering the roundings of v -+ e (as for
+// RoundsAlikeBF16), rounded by the hardware: rounding is monotonic, so
+// where a - ea and a + ea round to the same bf16 the exact value between
+// them does too. Stores the low ends' bf16 (kPaired: the pair's layout,
+// a_i in word 2i and b_i in 2i + 1; else a then b, in order) and returns
+// whether every lane's two ends agreed. For finite a and b with e >=
+// 2^-126 on every lane (callers' floors): the conversion reads a
+// subnormal end as zero, and ends that straddle zero keep opposite signs
+// (-0 and +0 differ), so a flushed end never agrees where it should not;
+// an inf has a NaN end.
+template <bool kPaired>
+HWY_INLINE bool StoreIfAlikeBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
+                                 bf16_t* HWY_RESTRICT p) {
+  // BothBF16(b, a) holds a in words 0-15 and b in 16-31: y's order.
+  const __m512 a_lo = _mm512_sub_ps(a, ea), b_lo = _mm512_sub_ps(b, eb);
+  const __m512 a_hi = _mm512_add_ps(a, ea), b_hi = _mm512_add_ps(b, eb);
+  const __m512i lo = kPaired ? BothBF16(a_lo, b_lo) : BothBF16(b_lo, a_lo);
+  const __m512i hi = kPaired ? BothBF16(a_hi, b_hi) : BothBF16(b_hi, a_hi);
+  _mm512_storeu_si512(reinterpret_cast<void*>(p),
+                      kPaired ? Interleaved(lo) : lo);
   return _mm512_cmpneq_epi16_mask(lo, hi) == 0;
 }
 #endif

@@ -278,7 +278,7 @@ struct Weights {
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
   bool tame_gamma = false;  // TameGamma: TameChunk may run
-  bool finite = false;      // FiniteBF16 of gamma and beta, no offset
+  bool finite = false;      // FiniteWeights of gamma and beta, no offset
 };
 
 // The weights of a call.
@@ -1726,22 +1726,24 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
 #if SIMDNORM_AVX512BF16
-  // LayerNorm's bf16 pairs with finite weights: both ends of each lane
-  // rounded by VCVTNE2PS2BF16 (StoreIfAlikePairBF16), ~10 operations per 2N
-  // fewer than two RoundsAlikeBF16 and the packing. e >= kYFloor = 2^-111
-  // on every lane; a NaN y needs a NaN weight. DecideChunk stores its
-  // group again (a tie at a low end rounds to even here).
-  if constexpr (kLayerNorm && kZmm<DF> && kPairs<TX, TY, TP> &&
-                std::is_same_v<TY, bf16_t>) {
+  // LayerNorm's bf16 y with finite weights: both ends of each lane rounded
+  // by VCVTNE2PS2BF16 (StoreIfAlikeBF16), ~10 operations per 2N fewer than
+  // two RoundsAlikeBF16 and the packing. e >= kYFloor = 2^-111 on every
+  // lane; a NaN y needs a NaN weight. DecideChunk stores its group again (a
+  // tie at a low end rounds to even here).
+  if constexpr (kLayerNorm && kZmm<DF> && std::is_same_v<TY, bf16_t>) {
     if (w.finite) {
+      constexpr bool kPaired = kPairs<TX, TY, TP>;
+      constexpr At kAtA = kPaired ? At::kPairA : At::kFull;
+      constexpr At kAtB = kPaired ? At::kPairB : At::kFull;
       for (size_t i = begin; i < end; i += 2 * N) {
         hn::Vec<DF> va, vb;
-        const auto ea = LeanBoundAt<kLayerNorm, At::kPairA>(
-            df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
-        const auto eb = LeanBoundAt<kLayerNorm, At::kPairB>(
-            df, x, w, i, 0, m, mul, add, vr, vag, vab, vb);
-        if (HWY_UNLIKELY(
-                !StoreIfAlikePairBF16(va.raw, ea.raw, vb.raw, eb.raw, y + i))) {
+        const auto ea = LeanBoundAt<kLayerNorm, kAtA>(df, x, w, i, 0, m, mul,
+                                                      add, vr, vag, vab, va);
+        const auto eb = LeanBoundAt<kLayerNorm, kAtB>(
+            df, x, w, kPaired ? i : i + N, 0, m, mul, add, vr, vag, vab, vb);
+        if (HWY_UNLIKELY(!StoreIfAlikeBF16<kPaired>(va.raw, ea.raw, vb.raw,
+                                                    eb.raw, y + i))) {
           flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
         }
       }
@@ -1836,21 +1838,28 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
   return true;
 }
 
-// Whether no bf16 of p[0, n) is NaN or infinite (true for null).
-template <class D16>
-HWY_INLINE bool FiniteBF16(D16 d16, const bf16_t* p, size_t n) {
+// Whether no weight of p[0, n) is NaN or infinite (true for null): their
+// magnitudes' bits at most the largest finite value's.
+template <typename TP>
+HWY_INLINE bool FiniteWeights(const TP* p, size_t n) {
   if (p == nullptr) return true;
-  const uint16_t* u = reinterpret_cast<const uint16_t*>(p);
-  const size_t N = hn::Lanes(d16);
-  const auto abs = hn::Set(d16, 0x7FFF), max = hn::Set(d16, 0x7F7F);
-  auto wild = hn::FirstN(d16, 0);
+  using TU = std::conditional_t<sizeof(TP) == 2, uint16_t, uint32_t>;
+  constexpr TU kAbs = static_cast<TU>(sizeof(TP) == 2 ? 0x7FFFu : 0x7FFFFFFFu);
+  constexpr TU kMax = static_cast<TU>(std::is_same_v<TP, bf16_t> ? 0x7F7Fu
+                                      : sizeof(TP) == 2          ? 0x7BFFu
+                                                                 : 0x7F7FFFFFu);
+  const hn::ScalableTag<TU> du;
+  const TU* u = reinterpret_cast<const TU*>(p);
+  const size_t N = hn::Lanes(du);
+  const auto abs = hn::Set(du, kAbs), max = hn::Set(du, kMax);
+  auto wild = hn::FirstN(du, 0);
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    wild = hn::Or(wild, hn::Lt(max, hn::And(hn::LoadU(d16, u + i), abs)));
+    wild = hn::Or(wild, hn::Lt(max, hn::And(hn::LoadU(du, u + i), abs)));
   }
-  if (!hn::AllFalse(d16, wild)) return false;
+  if (!hn::AllFalse(du, wild)) return false;
   for (; i < n; ++i) {
-    if ((u[i] & 0x7FFF) > 0x7F7F) return false;
+    if ((u[i] & kAbs) > kMax) return false;
   }
   return true;
 }
@@ -2317,16 +2326,18 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
   Weights<TP> w = WeightsOf<TP>(a);
-  if constexpr (std::is_same_v<TX, bf16_t> && std::is_same_v<TY, bf16_t> &&
-                std::is_same_v<TP, bf16_t>) {
-    const hn::ScalableTag<uint16_t> d16;
-    if (!kLayerNorm && w.gamma != nullptr && ExactProducts(w)) {
-      w.tame_gamma = TameGamma(d16, w.gamma, n);
-    }
-    if (kLayerNorm && !w.has_offset) {
-      w.finite = FiniteBF16(d16, w.gamma, n) && FiniteBF16(d16, w.beta, n);
+  if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
+                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
+    if (w.gamma != nullptr && ExactProducts(w)) {
+      w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
     }
   }
+#if SIMDNORM_AVX512BF16
+  if constexpr (kLayerNorm && std::is_same_v<TY, bf16_t>) {
+    w.finite =
+        !w.has_offset && FiniteWeights(w.gamma, n) && FiniteWeights(w.beta, n);
+  }
+#endif
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
   HWY_ALIGN TX stack_scratch[kRowRoom];
   std::unique_ptr<TX[]> heap_scratch;
