@@ -278,7 +278,7 @@ struct Weights {
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
   bool tame_gamma = false;  // TameGamma: TameChunk may run
-  bool finite = false;      // FiniteWeights of gamma and beta, no offset
+  bool finite = false;      // LeanChunk may round both ends by hardware
 };
 
 // The weights of a call.
@@ -1726,12 +1726,14 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
 #if SIMDNORM_AVX512BF16
-  // LayerNorm's bf16 y with finite weights: both ends of each lane rounded
+  // bf16 y with finite weights (`finite`): both ends of each lane rounded
   // by VCVTNE2PS2BF16 (StoreIfAlikeBF16), ~10 operations per 2N fewer than
   // two RoundsAlikeBF16 and the packing. e >= kYFloor = 2^-111 on every
-  // lane; a NaN y needs a NaN weight. DecideChunk stores its group again (a
-  // tie at a low end rounds to even here).
-  if constexpr (kLayerNorm && kZmm<DF> && std::is_same_v<TY, bf16_t>) {
+  // lane, except an uncentered kind's x = 0, whose y is an exact +-0 then
+  // (no beta) and e = 0 (-0's ends are -0 and +0: decided again); a NaN y
+  // needs a NaN weight. DecideChunk stores its group again (a tie at a low
+  // end rounds to even here).
+  if constexpr (kZmm<DF> && std::is_same_v<TY, bf16_t>) {
     if (w.finite) {
       constexpr bool kPaired = kPairs<TX, TY, TP>;
       constexpr At kAtA = kPaired ? At::kPairA : At::kFull;
@@ -2333,9 +2335,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     }
   }
 #if SIMDNORM_AVX512BF16
-  if constexpr (kLayerNorm && std::is_same_v<TY, bf16_t>) {
-    w.finite =
-        !w.has_offset && FiniteWeights(w.gamma, n) && FiniteWeights(w.beta, n);
+  // Uncentered kinds without beta only: with beta, x = 0 has y = beta, and
+  // a subnormal beta's ends would flush to zero and agree (LeanChunk).
+  if constexpr (std::is_same_v<TY, bf16_t>) {
+    w.finite = !w.has_offset && FiniteWeights(w.gamma, n) &&
+               (kLayerNorm ? FiniteWeights(w.beta, n) : w.beta == nullptr);
   }
 #endif
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
