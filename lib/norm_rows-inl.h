@@ -1611,6 +1611,23 @@ HWY_INLINE hn::Vec<DF> LeanBoundAt(DF df, const TX* HWY_RESTRICT x,
   return hn::MulAdd(vr, hn::Abs(y), weights);
 }
 
+// The lanes of y (bound e, LeanBoundAt) that round as the exact values
+// do; bf16 y comes back rounded (RoundsAlikeBF16).
+template <At kAt, class DF, typename TY, typename TP>
+HWY_INLINE hn::Mask<DF> LeanClear(DF df, hn::Vec<DF>& y, hn::Vec<DF> e,
+                                  size_t count) {
+  hn::Mask<DF> clear;
+  if constexpr (std::is_same_v<TY, bf16_t>) {
+    clear = RoundsAlikeBF16<kQuietNaNs<TP>>(df, y, e, y);
+  } else {
+    clear = RoundsClear<TY>(df, y, e);
+  }
+  if constexpr (kAt == At::kTail) {
+    clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
+  }
+  return clear;
+}
+
 // One vector of a checked row (without Hugging Face's rounding): its
 // results y and the lanes that round as the exact values do (YBound).
 template <bool kLayerNorm, At kAt, class DF, typename TX, typename TY,
@@ -1623,20 +1640,30 @@ HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
                                       hn::Vec<DF> vab, hn::Vec<DF>& y) {
   const auto e = LeanBoundAt<kLayerNorm, kAt>(df, x, w, i, count, m, mul, add,
                                               vr, vag, vab, y);
-  hn::Mask<DF> clear;
-  if constexpr (std::is_same_v<TY, bf16_t>) {
-    clear = RoundsAlikeBF16<kQuietNaNs<TP>>(df, y, e, y);  // y is rounded
-  } else {
-    clear = RoundsClear<TY>(df, y, e);
-  }
-  if constexpr (kAt == At::kTail) {
-    clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
-  }
-  return clear;
+  return LeanClear<kAt, DF, TY, TP>(df, y, e, count);
 }
 
-// The 2N results of a checked row at i (as Results2N moves them), and the
-// lanes of each vector that round as the exact values do.
+// The 2N results of a checked row at i (as Results2N moves them: pairs
+// where x, y and the weights pair alike, else two vectors in order) and
+// their bounds (LeanBoundAt).
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void LeanBound2N(DF df, const TX* HWY_RESTRICT x,
+                            const Weights<TP>& w, size_t i, hn::Vec<DF> m,
+                            hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> vr,
+                            hn::Vec<DF> vag, hn::Vec<DF> vab, hn::Vec<DF>& va,
+                            hn::Vec<DF>& vb, hn::Vec<DF>& ea, hn::Vec<DF>& eb) {
+  constexpr bool kPaired = kPairs<TX, TY, TP>;
+  constexpr At kA = kPaired ? At::kPairA : At::kFull;
+  constexpr At kB = kPaired ? At::kPairB : At::kFull;
+  const size_t ib = kPaired ? i : i + hn::Lanes(df);
+  ea = LeanBoundAt<kLayerNorm, kA>(df, x, w, i, 0, m, mul, add, vr, vag, vab,
+                                   va);
+  eb = LeanBoundAt<kLayerNorm, kB>(df, x, w, ib, 0, m, mul, add, vr, vag, vab,
+                                   vb);
+}
+
+// The 2N results of a checked row at i (LeanBound2N), and the lanes of
+// each vector that round as the exact values do.
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_INLINE void LeanChecked2N(DF df, const TX* HWY_RESTRICT x,
                               const Weights<TP>& w, size_t i, hn::Vec<DF> m,
@@ -1644,17 +1671,11 @@ HWY_INLINE void LeanChecked2N(DF df, const TX* HWY_RESTRICT x,
                               hn::Vec<DF> vag, hn::Vec<DF> vab, hn::Vec<DF>& va,
                               hn::Vec<DF>& vb, hn::Mask<DF>& ca,
                               hn::Mask<DF>& cb) {
-  if constexpr (kPairs<TX, TY, TP>) {
-    ca = LeanCheckedAt<kLayerNorm, At::kPairA, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
-    cb = LeanCheckedAt<kLayerNorm, At::kPairB, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, vr, vag, vab, vb);
-  } else {
-    ca = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, vr, vag, vab, va);
-    cb = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
-        df, x, w, i + hn::Lanes(df), 0, m, mul, add, vr, vag, vab, vb);
-  }
+  hn::Vec<DF> ea, eb;
+  LeanBound2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag, vab,
+                                      va, vb, ea, eb);
+  ca = LeanClear<At::kFull, DF, TY, TP>(df, va, ea, 0);
+  cb = LeanClear<At::kFull, DF, TY, TP>(df, vb, eb, 0);
 }
 
 // A row of 16-bit y, correctly rounded, without Hugging Face's rounding:
@@ -1736,14 +1757,10 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   if constexpr (kZmm<DF> && std::is_same_v<TY, bf16_t>) {
     if (w.finite) {
       constexpr bool kPaired = kPairs<TX, TY, TP>;
-      constexpr At kAtA = kPaired ? At::kPairA : At::kFull;
-      constexpr At kAtB = kPaired ? At::kPairB : At::kFull;
       for (size_t i = begin; i < end; i += 2 * N) {
-        hn::Vec<DF> va, vb;
-        const auto ea = LeanBoundAt<kLayerNorm, kAtA>(df, x, w, i, 0, m, mul,
-                                                      add, vr, vag, vab, va);
-        const auto eb = LeanBoundAt<kLayerNorm, kAtB>(
-            df, x, w, kPaired ? i : i + N, 0, m, mul, add, vr, vag, vab, vb);
+        hn::Vec<DF> va, vb, ea, eb;
+        LeanBound2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
+                                            vab, va, vb, ea, eb);
         if (HWY_UNLIKELY(!StoreIfAlikeBF16<kPaired>(va.raw, ea.raw, vb.raw,
                                                     eb.raw, y + i))) {
           flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
