@@ -114,7 +114,10 @@ def _weight_grads(ctx, status, dgamma, dbeta, weight):
 
 class _Norm(torch.autograd.Function):
     """The functional forms under autograd: the forward as without grad,
-    the backward through simdnorm_backward (lib/backward_rows-inl.h)."""
+    the backward through simdnorm_backward (lib/backward_rows-inl.h).
+    The common call (dense rows, one normalized dimension) takes
+    _torch_core's C++ Function instead where it is built (RowNorm: the
+    same kernels without Python in the engine's backward call)."""
 
     @staticmethod
     def forward(ctx, who, kind, x, shape, weight, bias, eps, flags, y_dtype,

@@ -497,12 +497,15 @@ def test_autograd_matches_float64(form, dtype):
 
 @pytest.mark.parametrize("form", ["layer_norm", "rms_norm"])
 @pytest.mark.parametrize("mean", [0.0, 1e4])
-def test_autograd_reuses_saved_statistics(form, mean, monkeypatch):
+@pytest.mark.parametrize("dims", [1, 2])
+def test_autograd_reuses_saved_statistics(form, mean, dims, monkeypatch):
     # A contiguous input's forward saves each row's mean and rstd, and the
     # backward passes them to simdnorm_backward (no statistics pass). On
     # rows 1e4 + N(0, 1) / 100 the fp32 mean is 5 % of a deviation off; the
     # backward removes that (docs/accuracy.md, "Saved statistics"), so the
-    # gradients stay within the fp32 bound of float64 autograd's.
+    # gradients stay within the fp32 bound of float64 autograd's. One
+    # normalized dimension takes _torch_core's C++ Function where it is
+    # built, two take the Python one.
     calls = []
     original = simdnorm._core.backward
 
@@ -511,21 +514,33 @@ def test_autograd_reuses_saved_statistics(form, mean, monkeypatch):
         return original(*args)
 
     monkeypatch.setattr(simdnorm._core, "backward", spy)
-    ours, theirs = _GRAD_FORMS[form]
+    cpp = dims == 1 and st._common_call is not simdnorm._core.torch_normalize
+    before = st._torch_core.backward_calls() if cpp else None
+    shape = (96,) if dims == 1 else (2, 48)
+    ours = {"layer_norm": lambda x, w, b: st.layer_norm(x, shape, w, b, 1e-5),
+            "rms_norm": lambda x, w, b: st.rms_norm(x, shape, w, 1e-6)}[form]
+    theirs = _GRAD_FORMS[form][1]
     g = torch.Generator().manual_seed(5)
     x = mean + torch.randn(6, 96, generator=g) / (100 if mean else 1)
     w = torch.randn(96, generator=g)
     b = torch.randn(96, generator=g)
     dy = torch.randn(6, 96, generator=g)
-    leaves = [t.clone().requires_grad_() for t in (x, w, b)]
-    ours(*leaves).backward(dy)
-    assert len(calls) == 1 and all(calls[0]), calls
+    leaves = [t.reshape(s).clone().requires_grad_()
+              for t, s in ((x, (6,) + shape), (w, shape), (b, shape))]
+    ours(*leaves).backward(dy.view(leaves[0].shape))
+    if cpp:
+        after = st._torch_core.backward_calls()
+        assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
+        assert not calls
+    else:
+        assert len(calls) == 1 and all(calls[0]), calls
     exact = [t.detach().double().requires_grad_() for t in (x, w, b)]
     theirs(*exact).backward(dy.double())
     for got, want in zip(leaves, exact):
         if want.grad is None:
+            assert got.grad is None
             continue
-        err = (got.grad.double() - want.grad).abs().max()
+        err = (got.grad.double().view(want.shape) - want.grad).abs().max()
         assert err <= 128 * 2.0**-23 * want.grad.abs().max(), (form, err)
 
 
@@ -649,10 +664,18 @@ def test_common_calls_agree():
         (0, x, (5, 64), w, b), (0, x, (63,), w, b),
         (0, x.double(), (64,), None, None),
         (0, x, (64,), w, b.half()), (0, x, (64,), w[None], b),
-        (0, x, (64,), w.requires_grad_(True), b), (7, x, (64,), None, None),
+        (0, x, (64,), w.clone().requires_grad_(True), b),
+        (1, x, (64,), w.clone().requires_grad_(True), None),
+        (7, x, (64,), None, None),
     ]
     for kind, t, shape, wt, bt in cases:
         got = [f(kind, t, shape, wt, bt, 1e-5, 0.0, 0) for f in calls]
+        if wt is not None and wt.requires_grad:
+            # Under autograd: _torch_core's C++ Function, the Python
+            # Function from _core's (None), the same y.
+            assert got[1] is None and got[0].grad_fn is not None, kind
+            with torch.no_grad():
+                got[1] = calls[1](kind, t, shape, wt, bt, 1e-5, 0.0, 0)
         if isinstance(got[0], torch.Tensor):
             bits = torch.int32 if got[0].dtype == torch.float32 else \
                 torch.int16
@@ -660,4 +683,3 @@ def test_common_calls_agree():
             assert torch.equal(got[0].view(bits), got[1].view(bits))
         else:
             assert got[0] == got[1], (kind, shape, got)
-    w.requires_grad_(False)
