@@ -34,6 +34,9 @@ struct BackwardArgs {
   // (LayerNorm: both or neither; RMSNorm: rstd; mean null otherwise).
   const float* mean;
   const float* rstd;
+  // Pass 3 two rows at a time (dgamma or dbeta wanted and the call's x, dy
+  // and dx in the caches: backward.cc); the same bits either way.
+  bool pair_rows = false;
 };
 
 // dx of rows [row_begin, row_end); with dgamma (dbeta) not null, also the

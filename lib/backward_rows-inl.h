@@ -243,9 +243,32 @@ HWY_INLINE GradRow GradRowOf(DF df, const internal::BackwardArgs& a, size_t r,
   return row;
 }
 
-// Pass 3's step at i: dx (kWriteDx) and the block's sums.
-template <At kAt, bool kWriteDx, class DF, typename TX, typename TDY,
-          typename TDX>
+// Stores v at i (all lanes, or the tail's count).
+template <At kAt, class DF, typename T>
+HWY_INLINE void StoreAt(DF df, hn::Vec<DF> v, T* p, size_t i, size_t count) {
+  if constexpr (kAt == At::kTail) {
+    StoreTailF(df, v, p + i, count);
+  } else {
+    StoreF(df, v, p + i);
+  }
+}
+
+// dx at i from the vector's xhat and dy; kP2: rf * p2 with p2 != 1 (a
+// product by p2 = 1 is exact, so skipping it changes no bit).
+template <At kAt, bool kP2, class DF, typename TDX>
+HWY_INLINE void DxAt(DF df, hn::Vec<DF> xhat, hn::Vec<DF> dyv, TDX* dx,
+                     const float* scale, float scale_const, size_t i,
+                     size_t count, hn::Vec<DF> va, hn::Vec<DF> vc,
+                     hn::Vec<DF> rf, hn::Vec<DF> p2) {
+  const auto g = hn::Mul(dyv, ScaleAt<kAt>(df, scale, scale_const, i, count));
+  auto v = hn::Mul(hn::NegMulAdd(xhat, vc, hn::Sub(g, va)), rf);
+  if constexpr (kP2) v = hn::Mul(v, p2);
+  StoreAt<kAt>(df, v, dx, i, count);
+}
+
+// Pass 3's step at i for one row: dx (kWriteDx) and the block's sums.
+template <At kAt, bool kWriteDx, bool kP2 = true, class DF, typename TX,
+          typename TDY, typename TDX>
 HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
                        const float* scale, float scale_const, float* dgamma,
                        float* dbeta, size_t i, size_t count, hn::Vec<DF> s,
@@ -255,36 +278,23 @@ HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
   const auto xhat = XhatOf(LoadAt<kAt>(df, x + i, count), s, m, mul, add);
   const auto dyv = LoadAt<kAt>(df, dy + i, count);
   if constexpr (kWriteDx) {
-    const auto g = hn::Mul(dyv, ScaleAt<kAt>(df, scale, scale_const, i, count));
-    const auto t = hn::NegMulAdd(xhat, vc, hn::Sub(g, va));
-    const auto v = hn::Mul(hn::Mul(t, rf), p2);
-    if constexpr (kAt == At::kTail) {
-      StoreTailF(df, v, dx + i, count);
-    } else {
-      StoreF(df, v, dx + i);
-    }
+    DxAt<kAt, kP2>(df, xhat, dyv, dx, scale, scale_const, i, count, va, vc, rf,
+                   p2);
   }
   if (dgamma != nullptr) {
-    const auto sum = hn::MulAdd(dyv, xhat, LoadAt<kAt>(df, dgamma + i, count));
-    if constexpr (kAt == At::kTail) {
-      StoreTailF(df, sum, dgamma + i, count);
-    } else {
-      StoreF(df, sum, dgamma + i);
-    }
+    StoreAt<kAt>(df, hn::MulAdd(dyv, xhat, LoadAt<kAt>(df, dgamma + i, count)),
+                 dgamma, i, count);
   }
   if (dbeta != nullptr) {
-    const auto sum = hn::Add(dyv, LoadAt<kAt>(df, dbeta + i, count));
-    if constexpr (kAt == At::kTail) {
-      StoreTailF(df, sum, dbeta + i, count);
-    } else {
-      StoreF(df, sum, dbeta + i);
-    }
+    StoreAt<kAt>(df, hn::Add(dyv, LoadAt<kAt>(df, dbeta + i, count)), dbeta, i,
+                 count);
   }
 }
 
 // Pass 3 over a row. dx may be dy: each vector is loaded before it is
 // stored.
-template <bool kWriteDx, class DF, typename TX, typename TDY, typename TDX>
+template <bool kWriteDx, bool kP2 = true, class DF, typename TX, typename TDY,
+          typename TDX>
 HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
                             const TDY* dy, TDX* dx, const GradRow& row,
                             float* dgamma, float* dbeta) {
@@ -295,14 +305,99 @@ HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
   const auto rf = hn::Set(df, row.rf), p2 = hn::Set(df, row.p2);
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    GradAt<At::kFull, kWriteDx>(df, x, dy, dx, a.scale, a.scale_const, dgamma,
-                                dbeta, i, 0, s, m, mul, add, va, vc, rf, p2);
+    GradAt<At::kFull, kWriteDx, kP2>(df, x, dy, dx, a.scale, a.scale_const,
+                                     dgamma, dbeta, i, 0, s, m, mul, add, va,
+                                     vc, rf, p2);
   }
   if (i < n) {
-    GradAt<At::kTail, kWriteDx>(df, x, dy, dx, a.scale, a.scale_const, dgamma,
-                                dbeta, i, n - i, s, m, mul, add, va, vc, rf,
-                                p2);
+    GradAt<At::kTail, kWriteDx, kP2>(df, x, dy, dx, a.scale, a.scale_const,
+                                     dgamma, dbeta, i, n - i, s, m, mul, add,
+                                     va, vc, rf, p2);
   }
+}
+
+// Pass 3's step at i for two rows, both written (GradApply2).
+template <At kAt, bool kP2, class DF, typename TX, typename TDY, typename TDX>
+HWY_INLINE void GradAt2(DF df, const internal::BackwardArgs& a,
+                        const TX* HWY_RESTRICT x0, const TDY* dy0, TDX* dx0,
+                        const TX* HWY_RESTRICT x1, const TDY* dy1, TDX* dx1,
+                        float* dgamma, float* dbeta, size_t i, size_t count,
+                        hn::Vec<DF> m0, hn::Vec<DF> mul0, hn::Vec<DF> add0,
+                        hn::Vec<DF> va0, hn::Vec<DF> vc0, hn::Vec<DF> rf0,
+                        hn::Vec<DF> m1, hn::Vec<DF> mul1, hn::Vec<DF> add1,
+                        hn::Vec<DF> va1, hn::Vec<DF> vc1, hn::Vec<DF> rf1,
+                        hn::Vec<DF> s, hn::Vec<DF> p20, hn::Vec<DF> p21) {
+  const auto xhat0 = XhatOf(LoadAt<kAt>(df, x0 + i, count), s, m0, mul0, add0);
+  const auto dyv0 = LoadAt<kAt>(df, dy0 + i, count);
+  const auto xhat1 = XhatOf(LoadAt<kAt>(df, x1 + i, count), s, m1, mul1, add1);
+  const auto dyv1 = LoadAt<kAt>(df, dy1 + i, count);
+  DxAt<kAt, kP2>(df, xhat0, dyv0, dx0, a.scale, a.scale_const, i, count, va0,
+                 vc0, rf0, p20);
+  DxAt<kAt, kP2>(df, xhat1, dyv1, dx1, a.scale, a.scale_const, i, count, va1,
+                 vc1, rf1, p21);
+  if (dgamma != nullptr) {
+    const auto sum =
+        hn::MulAdd(dyv0, xhat0, LoadAt<kAt>(df, dgamma + i, count));
+    StoreAt<kAt>(df, hn::MulAdd(dyv1, xhat1, sum), dgamma, i, count);
+  }
+  if (dbeta != nullptr) {
+    const auto sum = hn::Add(dyv0, LoadAt<kAt>(df, dbeta + i, count));
+    StoreAt<kAt>(df, hn::Add(dyv1, sum), dbeta, i, count);
+  }
+}
+
+// Pass 3 over two rows with finite constants and the same shift s (passes
+// 1 and 2 read only their own row, so an in-place dx is still safe): each
+// vector of dgamma and dbeta is loaded and stored once for both rows, row
+// 0's term added before row 1's as two GradApply calls would (the same
+// bits). At 64 rows of 896 f32 that is a third fewer loads and stores in
+// this pass.
+template <bool kP2, class DF, typename TX, typename TDY, typename TDX>
+HWY_NOINLINE void GradApply2(DF df, const internal::BackwardArgs& a,
+                             const TX* x0, const TDY* dy0, TDX* dx0,
+                             const GradRow& row0, const TX* x1, const TDY* dy1,
+                             TDX* dx1, const GradRow& row1, float* dgamma,
+                             float* dbeta) {
+  const size_t N = hn::Lanes(df), n = a.cols;
+  const auto s = hn::Set(df, row0.k.s);
+  const auto m0 = hn::Set(df, row0.k.m), mul0 = hn::Set(df, row0.k.mul);
+  const auto add0 = hn::Set(df, row0.k.add), va0 = hn::Set(df, row0.a);
+  const auto vc0 = hn::Set(df, row0.c), rf0 = hn::Set(df, row0.rf);
+  const auto m1 = hn::Set(df, row1.k.m), mul1 = hn::Set(df, row1.k.mul);
+  const auto add1 = hn::Set(df, row1.k.add), va1 = hn::Set(df, row1.a);
+  const auto vc1 = hn::Set(df, row1.c), rf1 = hn::Set(df, row1.rf);
+  const auto p20 = hn::Set(df, row0.p2), p21 = hn::Set(df, row1.p2);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    GradAt2<At::kFull, kP2>(df, a, x0, dy0, dx0, x1, dy1, dx1, dgamma, dbeta, i,
+                            0, m0, mul0, add0, va0, vc0, rf0, m1, mul1, add1,
+                            va1, vc1, rf1, s, p20, p21);
+  }
+  if (i < n) {
+    GradAt2<At::kTail, kP2>(df, a, x0, dy0, dx0, x1, dy1, dx1, dgamma, dbeta, i,
+                            n - i, m0, mul0, add0, va0, vc0, rf0, m1, mul1,
+                            add1, va1, vc1, rf1, s, p20, p21);
+  }
+}
+
+// Pass 3 of one row (GradApply, or the NaN row's sums and fill).
+template <class DF, typename TX, typename TDY, typename TDX>
+HWY_INLINE void GradRowApply(DF df, const internal::BackwardArgs& a,
+                             const TX* x, const TDY* dy, TDX* dx,
+                             const GradRow& row, float* dgamma, float* dbeta) {
+  if (HWY_LIKELY(!row.nan)) {
+    if (row.p2 == 1.0f) {
+      GradApply<true, false>(df, a, x, dy, dx, row, dgamma, dbeta);
+    } else {
+      GradApply<true, true>(df, a, x, dy, dx, row, dgamma, dbeta);
+    }
+    return;
+  }
+  // dy is read before dx (which may be dy) is written.
+  if (dgamma != nullptr || dbeta != nullptr) {
+    GradApply<false, false>(df, a, x, dy, dx, row, dgamma, dbeta);
+  }
+  FillNaN(df, dx, static_cast<float*>(nullptr), 0, a.cols);
 }
 
 template <typename TX, typename TDY, typename TDX>
@@ -313,19 +408,39 @@ HWY_NOINLINE void BackwardRows(const internal::BackwardArgs& a,
   const size_t n = a.cols;
   if (dgamma != nullptr) std::memset(dgamma, 0, n * sizeof(float));
   if (dbeta != nullptr) std::memset(dbeta, 0, n * sizeof(float));
-  const bool sums = dgamma != nullptr || dbeta != nullptr;
-  for (size_t r = row_begin; r < row_end; ++r) {
-    const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
-    const TDY* dy = static_cast<const TDY*>(a.dy) + r * a.dy_stride;
-    TDX* dx = static_cast<TDX*>(a.dx) + r * a.dx_stride;
-    const GradRow row = GradRowOf(df, a, r, x, dy);
-    if (HWY_LIKELY(!row.nan)) {
-      GradApply<true>(df, a, x, dy, dx, row, dgamma, dbeta);
+  const auto x_of = [&](size_t r) {
+    return static_cast<const TX*>(a.x) + r * a.x_stride;
+  };
+  const auto dy_of = [&](size_t r) {
+    return static_cast<const TDY*>(a.dy) + r * a.dy_stride;
+  };
+  const auto dx_of = [&](size_t r) {
+    return static_cast<TDX*>(a.dx) + r * a.dx_stride;
+  };
+  size_t r = row_begin;
+  // Two rows at a time where asked (BackwardArgs::pair_rows) and both are
+  // finite (their passes 1 and 2 read only their own x and dy, so an
+  // in-place dx is still safe).
+  for (; a.pair_rows && r + 2 <= row_end; r += 2) {
+    const GradRow row0 = GradRowOf(df, a, r, x_of(r), dy_of(r));
+    const GradRow row1 = GradRowOf(df, a, r + 1, x_of(r + 1), dy_of(r + 1));
+    if (HWY_LIKELY(!row0.nan && !row1.nan && row0.k.s == row1.k.s)) {
+      if (row0.p2 == 1.0f && row1.p2 == 1.0f) {
+        GradApply2<false>(df, a, x_of(r), dy_of(r), dx_of(r), row0, x_of(r + 1),
+                          dy_of(r + 1), dx_of(r + 1), row1, dgamma, dbeta);
+      } else {
+        GradApply2<true>(df, a, x_of(r), dy_of(r), dx_of(r), row0, x_of(r + 1),
+                         dy_of(r + 1), dx_of(r + 1), row1, dgamma, dbeta);
+      }
       continue;
     }
-    // dy is read before dx (which may be dy) is written.
-    if (sums) GradApply<false>(df, a, x, dy, dx, row, dgamma, dbeta);
-    FillNaN(df, dx, static_cast<float*>(nullptr), 0, n);
+    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row0, dgamma, dbeta);
+    GradRowApply(df, a, x_of(r + 1), dy_of(r + 1), dx_of(r + 1), row1, dgamma,
+                 dbeta);
+  }
+  for (; r < row_end; ++r) {
+    const GradRow row = GradRowOf(df, a, r, x_of(r), dy_of(r));
+    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row, dgamma, dbeta);
   }
 }
 
