@@ -18,6 +18,7 @@
 #include <atomic>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "one_dimension.h"
 #include "simdnorm/simdnorm.h"
@@ -39,21 +40,26 @@ struct Dense {
   void* data = nullptr;
 };
 
-bool DenseOf(const at::Tensor& t, int64_t cols, Dense* out) {
+// The simdnorm dtype of a CPU strided tensor of float32, bfloat16 or
+// float16; -1 for any other.
+int DtypeOf(const at::Tensor& t) {
+  if (!t.is_cpu() || t.layout() != at::kStrided) return -1;
   switch (t.scalar_type()) {
     case at::kFloat:
-      out->dtype = SIMDNORM_F32;
-      break;
+      return SIMDNORM_F32;
     case at::kBFloat16:
-      out->dtype = SIMDNORM_BF16;
-      break;
+      return SIMDNORM_BF16;
     case at::kHalf:
-      out->dtype = SIMDNORM_F16;
-      break;
+      return SIMDNORM_F16;
     default:
-      return false;
+      return -1;
   }
-  if (!t.is_cpu() || t.layout() != at::kStrided || t.dim() == 0) return false;
+}
+
+bool DenseOf(const at::Tensor& t, int64_t cols, Dense* out) {
+  out->dtype = DtypeOf(t);
+  if (out->dtype < 0) return false;
+  if (t.dim() == 0) return false;
   const int64_t last = t.size(-1);
   if (last == 0 || (cols != 0 && last != cols) || !t.is_contiguous()) {
     return false;
@@ -282,6 +288,111 @@ PyObject* Normalize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
 }
 
+// x (N, C, *spatial) as simdnorm_group_norm reads it in place: NCHW when
+// contiguous, NHWC when channels last (C innermost, then the spatial
+// dimensions, then N; size-1 dimensions with any stride, as
+// simdnorm.torch._channels_last decides); false for any other layout.
+bool GroupLayoutOf(const at::Tensor& x, simdnorm_layout* layout) {
+  if (x.is_contiguous()) {
+    *layout = SIMDNORM_NCHW;
+    return true;
+  }
+  const auto sizes = x.sizes();
+  const auto strides = x.strides();
+  const int64_t dims = x.dim();
+  if (dims <= 2 || (sizes[1] > 1 && strides[1] != 1)) return false;
+  int64_t expected = sizes[1];
+  for (int64_t i = dims - 1; i > 1; --i) {
+    if (sizes[i] != 1 && strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  if (sizes[0] != 1 && strides[0] != expected) return false;
+  *layout = SIMDNORM_NHWC;
+  return true;
+}
+
+// group_norm(x, num_groups, weight, bias, eps, flags) -> y, a new tensor of
+// x's shape, dtype and memory format; an int status when the library
+// refused the call (nothing written); None when the call is not the common
+// one (x a CPU tensor of a simdnorm dtype, at least (N, C), contiguous or
+// channels last; num_groups an int; weight and bias None or dense vectors
+// of one dtype; nothing requiring grad while autograd is on): the Python
+// path handles and explains the rest. Threads: torch.get_num_threads().
+PyObject* GroupNorm(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 6) {
+    PyErr_SetString(PyExc_TypeError, "group_norm takes 6 arguments");
+    return nullptr;
+  }
+  const at::Tensor* x = nullptr;
+  const at::Tensor* weight = nullptr;
+  const at::Tensor* bias = nullptr;
+  if (args[0] == Py_None || !TensorArg(args[0], &x) ||
+      !PyLong_CheckExact(args[1]) || !TensorArg(args[2], &weight) ||
+      !TensorArg(args[3], &bias)) {
+    Py_RETURN_NONE;
+  }
+  const long groups = PyLong_AsLong(args[1]);
+  const double eps = PyFloat_AsDouble(args[4]);
+  const unsigned long flags = PyLong_AsUnsignedLong(args[5]);
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    Py_RETURN_NONE;
+  }
+  try {
+    if (c10::GradMode::is_enabled() &&
+        (x->requires_grad() || (weight && weight->requires_grad()) ||
+         (bias && bias->requires_grad()))) {
+      Py_RETURN_NONE;
+    }
+    Dense dw, db;
+    simdnorm_layout layout;
+    const int x_type = DtypeOf(*x);
+    if (x_type < 0 || x->dim() < 2 || groups < 1 || x->size(1) % groups != 0 ||
+        x->numel() == 0) {
+      Py_RETURN_NONE;
+    }
+    const int64_t n = x->size(0), c = x->size(1);
+    if (!GroupLayoutOf(*x, &layout) ||
+        (weight && (!DenseOf(*weight, c, &dw) || dw.dims != 1)) ||
+        (bias && (!DenseOf(*bias, c, &db) || db.dims != 1)) ||
+        (weight && bias && dw.dtype != db.dtype)) {
+      Py_RETURN_NONE;
+    }
+    at::Tensor y;
+    if (layout == SIMDNORM_NCHW) {
+      y = at::empty(x->sizes(), x->options());
+    } else {  // (N, *spatial, C) dense, seen as (N, C, *spatial)
+      std::vector<int64_t> shape(x->sizes().begin(), x->sizes().end());
+      shape.erase(shape.begin() + 1);
+      shape.push_back(c);
+      y = at::empty(shape, x->options()).movedim(-1, 1);
+    }
+    simdnorm_group_desc d{};
+    d.n = static_cast<size_t>(n);
+    d.c = static_cast<size_t>(c);
+    d.hw = static_cast<size_t>(x->numel() / (n * c));
+    d.groups = static_cast<size_t>(groups);
+    d.layout = layout;
+    d.x = x->data_ptr();
+    d.x_type = d.y_type = static_cast<simdnorm_dtype>(x_type);
+    d.y = y.data_ptr();
+    d.gamma = weight ? dw.data : nullptr;
+    d.beta = bias ? db.data : nullptr;
+    d.param_type =
+        static_cast<simdnorm_dtype>(weight ? dw.dtype : (bias ? db.dtype : 0));
+    d.eps = static_cast<float>(eps);
+    d.flags = static_cast<unsigned>(flags);
+    d.max_threads = static_cast<size_t>(at::get_num_threads());
+    last_threads.store(d.max_threads, std::memory_order_relaxed);
+    simdnorm_status s;
+    Py_BEGIN_ALLOW_THREADS s = simdnorm_group_norm(&d);
+    Py_END_ALLOW_THREADS if (s != SIMDNORM_OK) return PyLong_FromLong(s);
+    return THPVariable_Wrap(std::move(y));
+  } catch (const std::exception&) {
+    Py_RETURN_NONE;
+  }
+}
+
 PyObject* LastThreads(PyObject*, PyObject*) {
   return PyLong_FromSize_t(last_threads.load(std::memory_order_relaxed));
 }
@@ -298,6 +409,12 @@ PyMethodDef kMethods[] = {
      "normalize(kind, x, normalized_shape, weight, bias, eps, gamma_offset, "
      "flags) -> y, a status, or None: simdnorm.torch's common call (dense "
      "CPU tensors), None for any other."},
+    {"group_norm",
+     reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(GroupNorm)),
+     METH_FASTCALL,
+     "group_norm(x, num_groups, weight, bias, eps, flags) -> y, a status, "
+     "or None: simdnorm.torch.group_norm's common call (NCHW or NHWC "
+     "without a copy), None for any other."},
     {"last_threads", LastThreads, METH_NOARGS,
      "max_threads of the last normalize call (for tests)."},
     {"backward_calls", BackwardCalls, METH_NOARGS,

@@ -137,6 +137,38 @@ def test_group_norm_other_layouts_are_copied_correctly():
                      b if groups == 3 else None)
 
 
+@pytest.mark.skipif(st._group_call is None,
+                    reason="built without torch's C++ headers")
+def test_group_norm_common_call_agrees_with_python_path():
+    # The C++ common call (_torch_core.group_norm) and the Python path give
+    # the same bits and memory format, and decline (None) what they must.
+    g = torch.Generator().manual_seed(11)
+    base = torch.randn(2, 8, 5, 3, generator=g)
+    w, b = _params(8, torch.float32, g)
+    cases = [(base, w, b), (base.to(memory_format=torch.channels_last), w, b),
+             (base.reshape(2, 8, 15), None, b), (base.bfloat16(), w, None),
+             (base.half(), w.half(), b.half()), (base.bfloat16(), w, b),
+             (base[:1].to(memory_format=torch.channels_last), None, None),
+             (_channels_last(base.reshape(2, 8, 15)), w, b)]
+    for x, wt, bt in cases:
+        for flags in (0, simdnorm._core.FAST_ROUNDING):
+            got = st._group_call(x, 4, wt, bt, 1e-5, flags)
+            want = st._group_norm("t", x, 4, wt, bt, 1e-5,
+                                  fast_rounding=flags != 0)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.stride() == want.stride(), (x.shape, x.stride())
+            assert torch.equal(got, want) or torch.equal(
+                got.isnan(), want.isnan())
+    x = base.clone()
+    for args in ((x[:, :, :, ::2], 4), (x, 3), (x, True), (x, 4.0),
+                 (x.double(), 4), (x.transpose(2, 3), 4)):
+        assert st._group_call(*args, None, None, 1e-5, 0) is None, args
+    assert st._group_call(x, 4, w, b.half(), 1e-5, 0) is None
+    assert st._group_call(x, 4, w.requires_grad_(), b, 1e-5, 0) is None
+    assert st._group_call(x, 4, None, None, -1.0, 0) == \
+        simdnorm._core.INVALID_ARGUMENT
+
+
 def test_group_norm_bad_inputs_raise():
     x = torch.randn(2, 6, 4)
     with pytest.raises(ValueError, match="does not divide"):
