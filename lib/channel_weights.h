@@ -3,6 +3,7 @@
 #ifndef SIMDNORM_LIB_CHANNEL_WEIGHTS_H_
 #define SIMDNORM_LIB_CHANNEL_WEIGHTS_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 
@@ -18,10 +19,19 @@ template <class Problem, class Args>
 std::unique_ptr<float[]> SetChannelWeights(const Problem& p, Args& a) {
   std::unique_ptr<float[]> weights(new float[2 * a.c]);
   const auto pt = static_cast<simdnorm_dtype>(p.param_type);
-  for (size_t j = 0; j < a.c; ++j) {
-    weights[j] = p.gamma ? LoadAsFloat(p.gamma, pt, j) : 1.0f;
-    weights[a.c + j] = p.beta ? LoadAsFloat(p.beta, pt, j) : -0.0f;
-  }
+  // fp32 weights copied as they are (a call per element was 2 us of a
+  // 1x1280x8x8 GroupNorm's 22).
+  const auto set = [&](const void* w, float absent, float* out) {
+    if (w == nullptr) {
+      std::fill(out, out + a.c, absent);
+    } else if (pt == SIMDNORM_F32) {
+      std::copy_n(static_cast<const float*>(w), a.c, out);
+    } else {
+      for (size_t j = 0; j < a.c; ++j) out[j] = LoadAsFloat(w, pt, j);
+    }
+  };
+  set(p.gamma, 1.0f, weights.get());
+  set(p.beta, -0.0f, weights.get() + a.c);
   a.gamma = weights.get();
   a.beta = weights.get() + a.c;
   return weights;

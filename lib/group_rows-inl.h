@@ -135,63 +135,99 @@ struct ChannelScratch {
   }
 };
 
+// Channel vectors a column walk keeps in registers at once: four where
+// the target has 32 vector registers (AVX-512, NEON, SVE: 1.1x on a
+// 1x320x64x64 GroupNorm), two on AVX2 and SSE4 (16), where more spill.
+#if HWY_TARGET <= HWY_AVX3 || \
+    (HWY_TARGET >= HWY_SVE2_128 && HWY_TARGET <= HWY_NEON)
+inline constexpr size_t kWalkVectors = 4;
+#else
+inline constexpr size_t kWalkVectors = 2;
+#endif
+
+// One channel vector of ChannelSums at q: count lanes (N: a whole vector;
+// 0: past the channels, nothing).
+template <bool kMax, class DF, typename TX>
+HWY_INLINE void SumStep(DF df, const TX* q, size_t count, hn::Vec<DF> s,
+                        hn::Vec<DF> k, hn::Vec<DF>& sum, hn::Vec<DF>& sq,
+                        hn::Vec<DF>& max) {
+  if (count == 0) return;
+  const auto x =
+      count == hn::Lanes(df) ? LoadF(df, q) : LoadTailF(df, q, count);
+  const auto v = hn::MulSub(x, s, k);
+  sum = hn::Add(sum, v);
+  sq = hn::MulAdd(v, v, sq);
+  if constexpr (kMax) max = hn::Max(max, hn::Abs(x));
+}
+
+// The block's sums of one channel vector at j (count lanes) to t.
+template <bool kMax, class DF>
+HWY_INLINE void SumStore(DF df, size_t j, size_t count, hn::Vec<DF> sum,
+                         hn::Vec<DF> sq, hn::Vec<DF> max, ChannelScratch& t) {
+  if (count == 0) return;
+  hn::StoreU(sum, df, t.acc_sum + j);
+  hn::StoreU(sq, df, t.acc_sq + j);
+  if constexpr (kMax) hn::StoreU(max, df, t.max + j);
+}
+
 // For channels [j0, j1) of c, over hw positions `stride` elements apart
 // (a sample's; BatchNorm's: the batch's): the sums of v = x * s[ch] -
 // k[ch] (one rounding) and of v^2, in fp32 over blocks of 32 positions
 // added in double; with kMax also max|x|. Lanes past j1 are summed too
 // (zeros in, ignored out). Each channel's terms are added in position
-// order; within a block two channel vectors' accumulators stay in
-// registers (independent chains hide the add latency), and each load
-// prefetches the same channels a block ahead (the loads walk columns,
-// which the hardware prefetchers do not follow).
+// order; within a block up to four channel vectors' accumulators stay in
+// registers (kWalkVectors; independent chains hide the add latency), and
+// each load prefetches the same channels a block ahead (the loads walk
+// columns, which the hardware prefetchers do not follow).
 template <bool kMax, class DF, typename TX>
 HWY_NOINLINE void ChannelSums(DF df, const TX* x, size_t stride, size_t hw,
                               size_t j0, size_t j1, ChannelScratch& t) {
   const size_t N = hn::Lanes(df);
   for (size_t j = j0; j < j1; ++j) t.sum[j] = t.sq[j] = 0.0;
   if constexpr (kMax) std::fill(t.max + j0, t.max + j1, 0.0f);
+  // The lanes of the i-th vector from j (0: past j1).
+  const auto lanes = [&](size_t j, size_t i) -> size_t {
+    const size_t at = j + i * N;
+    return at >= j1 ? 0 : HWY_MIN(N, j1 - at);
+  };
   for (size_t p0 = 0; p0 < hw; p0 += 32) {
     const size_t p1 = hw - p0 > 32 ? p0 + 32 : hw;
-    // Vectors live in locals, not structs (SVE's are sizeless); more than
-    // two at a time would spill on AVX2.
-    for (size_t j = j0; j < j1; j += 2 * N) {
-      const size_t count0 = j1 - j < N ? j1 - j : N;
-      const size_t count1 = j1 - j > N ? HWY_MIN(N, j1 - j - N) : 0;
-      const bool two = count1 != 0;
+    // Vectors live in locals, not structs (SVE's are sizeless). Vectors
+    // past j1 repeat the first's constants and are never loaded.
+    for (size_t j = j0; j < j1; j += kWalkVectors * N) {
+      const size_t n0 = lanes(j, 0), n1 = lanes(j, 1);
+      const size_t n2 = kWalkVectors > 2 ? lanes(j, 2) : 0;
+      const size_t n3 = kWalkVectors > 3 ? lanes(j, 3) : 0;
       const auto s0 = hn::LoadU(df, t.s + j), k0 = hn::LoadU(df, t.k + j);
-      const auto s1 = two ? hn::LoadU(df, t.s + j + N) : s0;
-      const auto k1 = two ? hn::LoadU(df, t.k + j + N) : k0;
+      const auto s1 = n1 ? hn::LoadU(df, t.s + j + N) : s0;
+      const auto k1 = n1 ? hn::LoadU(df, t.k + j + N) : k0;
+      const auto s2 = n2 ? hn::LoadU(df, t.s + j + 2 * N) : s0;
+      const auto k2 = n2 ? hn::LoadU(df, t.k + j + 2 * N) : k0;
+      const auto s3 = n3 ? hn::LoadU(df, t.s + j + 3 * N) : s0;
+      const auto k3 = n3 ? hn::LoadU(df, t.k + j + 3 * N) : k0;
       auto sum0 = hn::Zero(df), sq0 = sum0, sum1 = sum0, sq1 = sum0;
+      auto sum2 = sum0, sq2 = sum0, sum3 = sum0, sq3 = sum0;
       auto max0 = kMax ? hn::LoadU(df, t.max + j) : sum0;
-      auto max1 = kMax && two ? hn::LoadU(df, t.max + j + N) : sum0;
+      auto max1 = kMax && n1 ? hn::LoadU(df, t.max + j + N) : sum0;
+      auto max2 = kMax && n2 ? hn::LoadU(df, t.max + j + 2 * N) : sum0;
+      auto max3 = kMax && n3 ? hn::LoadU(df, t.max + j + 3 * N) : sum0;
+      const size_t loaded = (n0 != 0) + (n1 != 0) + (n2 != 0) + (n3 != 0);
       for (size_t p = p0; p < p1; ++p) {
         const TX* q = x + p * stride + j;
         if (p + 32 < hw) {
-          hwy::Prefetch(q + 32 * stride);
-          if (two) hwy::Prefetch(q + 32 * stride + N);
+          for (size_t i = 0; i < loaded; ++i) {
+            hwy::Prefetch(q + 32 * stride + i * N);
+          }
         }
-        const auto x0 = count0 == N ? LoadF(df, q) : LoadTailF(df, q, count0);
-        const auto v0 = hn::MulSub(x0, s0, k0);
-        sum0 = hn::Add(sum0, v0);
-        sq0 = hn::MulAdd(v0, v0, sq0);
-        if constexpr (kMax) max0 = hn::Max(max0, hn::Abs(x0));
-        if (two) {
-          const auto x1 =
-              count1 == N ? LoadF(df, q + N) : LoadTailF(df, q + N, count1);
-          const auto v1 = hn::MulSub(x1, s1, k1);
-          sum1 = hn::Add(sum1, v1);
-          sq1 = hn::MulAdd(v1, v1, sq1);
-          if constexpr (kMax) max1 = hn::Max(max1, hn::Abs(x1));
-        }
+        SumStep<kMax>(df, q, n0, s0, k0, sum0, sq0, max0);
+        SumStep<kMax>(df, q + N, n1, s1, k1, sum1, sq1, max1);
+        SumStep<kMax>(df, q + 2 * N, n2, s2, k2, sum2, sq2, max2);
+        SumStep<kMax>(df, q + 3 * N, n3, s3, k3, sum3, sq3, max3);
       }
-      hn::StoreU(sum0, df, t.acc_sum + j);
-      hn::StoreU(sq0, df, t.acc_sq + j);
-      if constexpr (kMax) hn::StoreU(max0, df, t.max + j);
-      if (two) {
-        hn::StoreU(sum1, df, t.acc_sum + j + N);
-        hn::StoreU(sq1, df, t.acc_sq + j + N);
-        if constexpr (kMax) hn::StoreU(max1, df, t.max + j + N);
-      }
+      SumStore<kMax>(df, j, n0, sum0, sq0, max0, t);
+      SumStore<kMax>(df, j + N, n1, sum1, sq1, max1, t);
+      SumStore<kMax>(df, j + 2 * N, n2, sum2, sq2, max2, t);
+      SumStore<kMax>(df, j + 3 * N, n3, sum3, sq3, max3, t);
     }
     for (size_t j = j0; j < j1; ++j) {
       t.sum[j] += t.acc_sum[j];
@@ -313,22 +349,66 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
   }
 }
 
+// One whole vector of ApplyNhwc's results (no NaN channel).
+template <class DF, typename TX, typename TY>
+HWY_INLINE void ApplyStep(DF df, const TX* x, TY* y, hn::Vec<DF> s,
+                          hn::Vec<DF> m, hn::Vec<DF> mul, hn::Vec<DF> add,
+                          hn::Vec<DF> g, hn::Vec<DF> b) {
+  StoreF(df, GroupResult(df, LoadF(df, x), s, m, mul, add, g, b), y);
+}
+
 // Channels-last results: `rows` rows of c channels, `stride` elements
 // apart, each channel with its own xhat = (x * s - k) * mul + add (t's
 // arrays) and weights g, b (cp floats each); channels whose t.nan is set
 // are the default quiet NaN. Only the c channels of a row are written.
 // Blocks of 32 rows, and in each the channel vectors with their constants
-// in registers; each load prefetches the same channels a block ahead (as
-// ChannelSums). y may be x: each vector is loaded before it is stored.
+// in registers: four at a time where the target has the registers
+// (kWalkVectors) and no channel is NaN, else one, whose loads prefetch
+// the same channels a block ahead (as ChannelSums; the four-vector walk
+// measured faster without). y may be x: each vector is loaded before it
+// is stored.
 template <class DF, typename TX, typename TY>
 HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
                             size_t rows, const ChannelScratch& t,
                             const float* g, const float* b) {
   const size_t N = hn::Lanes(df);
   const auto qnan = QuietNaN(df);
+  size_t wide_end = 0;
+  if constexpr (kWalkVectors == 4) {
+    wide_end = c / (4 * N) * (4 * N);
+    for (size_t j = 0; j < c && wide_end != 0; ++j) {
+      if (t.nan[j] != 0.0f) wide_end = 0;
+    }
+  }
   for (size_t p0 = 0; p0 < rows; p0 += 32) {
     const size_t p1 = rows - p0 > 32 ? p0 + 32 : rows;
-    for (size_t j = 0; j < c; j += N) {
+    for (size_t j = 0; j < wide_end; j += 4 * N) {
+      const float *s = t.s + j, *k = t.k + j, *mul = t.mul + j;
+      const float *add = t.add + j, *gj = g + j, *bj = b + j;
+      const auto s0 = hn::LoadU(df, s), m0 = hn::LoadU(df, k);
+      const auto mul0 = hn::LoadU(df, mul), add0 = hn::LoadU(df, add);
+      const auto g0 = hn::LoadU(df, gj), b0 = hn::LoadU(df, bj);
+      const auto s1 = hn::LoadU(df, s + N), m1 = hn::LoadU(df, k + N);
+      const auto mul1 = hn::LoadU(df, mul + N), add1 = hn::LoadU(df, add + N);
+      const auto g1 = hn::LoadU(df, gj + N), b1 = hn::LoadU(df, bj + N);
+      const auto s2 = hn::LoadU(df, s + 2 * N), m2 = hn::LoadU(df, k + 2 * N);
+      const auto mul2 = hn::LoadU(df, mul + 2 * N);
+      const auto add2 = hn::LoadU(df, add + 2 * N);
+      const auto g2 = hn::LoadU(df, gj + 2 * N), b2 = hn::LoadU(df, bj + 2 * N);
+      const auto s3 = hn::LoadU(df, s + 3 * N), m3 = hn::LoadU(df, k + 3 * N);
+      const auto mul3 = hn::LoadU(df, mul + 3 * N);
+      const auto add3 = hn::LoadU(df, add + 3 * N);
+      const auto g3 = hn::LoadU(df, gj + 3 * N), b3 = hn::LoadU(df, bj + 3 * N);
+      for (size_t p = p0; p < p1; ++p) {
+        const TX* xr = x + p * stride + j;
+        TY* yr = y + p * stride + j;
+        ApplyStep(df, xr, yr, s0, m0, mul0, add0, g0, b0);
+        ApplyStep(df, xr + N, yr + N, s1, m1, mul1, add1, g1, b1);
+        ApplyStep(df, xr + 2 * N, yr + 2 * N, s2, m2, mul2, add2, g2, b2);
+        ApplyStep(df, xr + 3 * N, yr + 3 * N, s3, m3, mul3, add3, g3, b3);
+      }
+    }
+    for (size_t j = wide_end; j < c; j += N) {
       const size_t count = c - j < N ? c - j : N;
       const auto nan = hn::Ne(hn::LoadU(df, t.nan + j), hn::Zero(df));
       const auto s = hn::LoadU(df, t.s + j), m = hn::LoadU(df, t.k + j);
