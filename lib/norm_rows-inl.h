@@ -493,7 +493,7 @@ HWY_INLINE void Results2N(DF df, const TX* HWY_RESTRICT x, const Weights<TP>& w,
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
-                           size_t n, RowScale k, bool stream) {
+                           size_t n, const RowScale& k, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   constexpr bool kPaired = kPairs<TX, TY, TP>;
   const size_t N = hn::Lanes(df);
@@ -598,8 +598,8 @@ HWY_INLINE void Results2N2(DF df, const TX* HWY_RESTRICT x0,
 // makes sure both rows have the same PeelHead.
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
-                             const Weights<TP> w, size_t n, RowScale k0,
-                             RowScale k1, bool stream) {
+                             const Weights<TP> w, size_t n, const RowScale& k0,
+                             const RowScale& k1, bool stream) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   constexpr bool kPaired = kPairs<TX, TY, TP>;
   const size_t N = hn::Lanes(df);
@@ -691,7 +691,7 @@ inline QuantScale QuantScaleFor(uint32_t max_bits) {
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TP>
 HWY_NOINLINE void ApplyRowQuant(DF df, const TX* x, int8_t* y, float* scales,
                                 size_t group, const Weights<TP> w, size_t n,
-                                RowScale k) {
+                                const RowScale& k) {
   const hn::RebindToUnsigned<DF> du;
   const size_t N = hn::Lanes(df);
   const auto s = hn::Set(df, k.s), m = hn::Set(df, k.m);
@@ -1509,8 +1509,8 @@ HWY_INLINE void DecideHFLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
 // row normalized in place).
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
-                                  const Weights<TP> w, size_t n, RowScale k,
-                                  RowBound bound,
+                                  const Weights<TP> w, size_t n,
+                                  const RowScale& k, const RowBound& bound,
                                   LazyCrRow<kLayerNorm, TX>& cr) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
@@ -1738,8 +1738,8 @@ HWY_INLINE void StoreChecked2N(DF df, hn::Vec<DF> va, hn::Vec<DF> vb,
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
                                 TY* HWY_RESTRICT y, const Weights<TP> w,
-                                const size_t begin, size_t end, RowScale k,
-                                YBound yb) {
+                                const size_t begin, size_t end,
+                                const RowScale& k, const YBound& yb) {
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
@@ -1786,8 +1786,8 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
 // The open lanes of elements [i, end) of a checked row, decided.
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
-                              size_t i, size_t end, RowScale k, YBound yb,
-                              LazyCrRow<kLayerNorm, TX>& cr,
+                              size_t i, size_t end, const RowScale& k,
+                              const YBound& yb, LazyCrRow<kLayerNorm, TX>& cr,
                               internal::CrCache& cache) {
   // Where a pair is the even and the odd elements (convert-inl.h).
   constexpr bool kEvenOddPair = kPairs<TX, TY, TP> && kEvenOdd<TY>;
@@ -1979,8 +1979,8 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
 
 template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
 HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
-                                      const Weights<TP> w, size_t n, RowScale k,
-                                      YBound yb,
+                                      const Weights<TP> w, size_t n,
+                                      const RowScale& k, const YBound& yb,
                                       LazyCrRow<kLayerNorm, TX>& cr) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
@@ -2057,8 +2057,8 @@ template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE uint64_t HFChunk(DF df, const TX* HWY_RESTRICT x,
                               TY* HWY_RESTRICT y, const Weights<TP> w,
-                              const size_t begin, size_t end, RowScale k,
-                              RowBound bound) {
+                              const size_t begin, size_t end, const RowScale& k,
+                              const RowBound& bound) {
   const size_t N = hn::Lanes(df);
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
@@ -2083,8 +2083,9 @@ HWY_NOINLINE uint64_t HFChunk(DF df, const TX* HWY_RESTRICT x,
 template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void HFDecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
-                                size_t i, size_t end, RowScale k,
-                                RowBound bound, LazyCrRow<kLayerNorm, TX>& cr,
+                                size_t i, size_t end, const RowScale& k,
+                                const RowBound& bound,
+                                LazyCrRow<kLayerNorm, TX>& cr,
                                 internal::CrCache& cache) {
   constexpr bool kEvenOddPair = kPairs<TX, TY, TP> && kEvenOdd<TY>;
   const size_t N = hn::Lanes(df);
@@ -2121,10 +2122,12 @@ inline RowBound WithEnds(const RowScale& k, const RowBound& bound) {
 template <bool kLayerNorm, bool kExactY, class DF, typename TX, typename TY,
           typename TP>
 HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
-                                    const Weights<TP> w, size_t n, RowScale k,
-                                    RowBound bound,
+                                    const Weights<TP> w, size_t n,
+                                    const RowScale& k,
+                                    const RowBound& row_bound,
                                     LazyCrRow<kLayerNorm, TX>& cr) {
   constexpr bool kQuiet = kQuietNaNs<TP>;
+  RowBound bound = row_bound;
   if constexpr (std::is_same_v<TX, bf16_t>) bound = WithEnds(k, bound);
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
@@ -2229,7 +2232,7 @@ template <bool kLayerNorm, class DF, typename TX, typename TP>
 HWY_NOINLINE void ApplyRowQuantChecked(DF df, const TX* x, int8_t* y,
                                        float* scales, size_t group,
                                        const Weights<TP> w, size_t n,
-                                       RowScale k, RowBound bound,
+                                       const RowScale& k, const RowBound& bound,
                                        const internal::CrRow& cr,
                                        const internal::CrWeights& crw) {
   const size_t N = hn::Lanes(df);
