@@ -1155,11 +1155,11 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
 // that overflow or lose too much to underflow give a non-finite v or er < 0:
 // the caller takes StatsF64 then.
 template <class DF, typename TX>
-HWY_INLINE internal::RowStats UncenteredStatsF32(DF df, const TX* x, size_t n,
-                                                 float eps, int kind) {
+HWY_INLINE internal::RowStats UncenteredStatsF32(
+    DF df, const TX* x, size_t n, float eps, int kind,
+    const internal::SumModel& model) {
   return internal::StatsFromSums(kind, n, eps, 0.0, 0.0,
-                                 SumSquaresF32(df, x, n),
-                                 internal::Fp32Sums(n, kSumsF32Depth));
+                                 SumSquaresF32(df, x, n), model);
 }
 
 // The fp32 constants of a checked row and its per-lane error bound
@@ -2378,6 +2378,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // row of y but an exact alias overlaps x).
   internal::RowStats ahead{};
   bool has_ahead = false;
+  // The bound model of UncenteredStatsF32's sums, the same for every row.
+  const internal::SumModel f32_sums = internal::Fp32Sums(n, kSumsF32Depth);
   for (size_t r = row_begin; r < row_end; ++r) {
     const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
@@ -2415,7 +2417,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     };
     if constexpr (!kQuant && !kLayerNorm) {
       const internal::RowStats st =
-          has_ahead ? ahead : UncenteredStatsF32(df, h, n, a.eps, a.kind);
+          has_ahead ? ahead
+                    : UncenteredStatsF32(df, h, n, a.eps, a.kind, f32_sums);
       has_ahead = a.residual == nullptr && r + 1 < row_end;
       if (CheckedScale(kLayerNorm, st, k, bound)) {
         SaveStats(a, r, 0.0, st.v);
@@ -2423,7 +2426,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
         if (has_ahead) {
           ahead = UncenteredStatsF32(
               df, static_cast<const TX*>(a.x) + (r + 1) * a.x_stride, n, a.eps,
-              a.kind);
+              a.kind, f32_sums);
         }
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
