@@ -352,11 +352,6 @@ def _normalize(who, kind, x, normalized_shape, weight, bias, eps, flags,
     return y
 
 
-_FAST = _core.FAST_ROUNDING
-_HF = _core.ROUND_NORMALIZED
-_HF_FAST = _core.ROUND_NORMALIZED | _core.FAST_ROUNDING
-
-
 def _rounding(fast_rounding):
     return _core.FAST_ROUNDING if fast_rounding else 0
 
@@ -369,13 +364,16 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *,
     rounds the float32 result instead (within one ulp, about 3x faster:
     SIMDNORM_FAST_ROUNDING)."""
     # The common call first, without _normalize's frame (~0.2 us a call).
+    who = "simdnorm.torch.layer_norm"
+    flags = _rounding(fast_rounding)
     y = _common_call(_core.LAYERNORM, input, normalized_shape, weight, bias,
-                     eps, 0.0, _FAST if fast_rounding else 0)
-    if y is not None and type(y) is not int:
+                     eps, 0.0, flags)
+    if y is not None:
+        if type(y) is int:
+            raise _rows.error(y, who)
         return y
-    return _normalize("simdnorm.torch.layer_norm", _core.LAYERNORM, input,
-                      normalized_shape, weight, bias, eps,
-                      _rounding(fast_rounding))
+    return _normalize(who, _core.LAYERNORM, input, normalized_shape, weight,
+                      bias, eps, flags)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None, *,
@@ -384,18 +382,20 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, *,
     eps) over the last len(normalized_shape) dimensions, rounded to the
     input's dtype, times weight, in the input's dtype. eps=None is
     torch.finfo(input.dtype).eps. fast_rounding as in layer_norm."""
+    who = "simdnorm.torch.rms_norm"
+    flags = _core.ROUND_NORMALIZED | _rounding(fast_rounding)
     if eps is not None:  # the common call first, as in layer_norm
         y = _common_call(_core.RMSNORM, input, normalized_shape, weight, None,
-                         eps, 0.0, _HF_FAST if fast_rounding else _HF)
-        if y is not None and type(y) is not int:
+                         eps, 0.0, flags)
+        if y is not None:
+            if type(y) is int:
+                raise _rows.error(y, who)
             return y
-    who = "simdnorm.torch.rms_norm"
     if eps is None:
         _tensor(input, "input", who)
         eps = torch.finfo(input.dtype).eps
     return _normalize(who, _core.RMSNORM, input, normalized_shape, weight,
-                      None, eps,
-                      _core.ROUND_NORMALIZED | _rounding(fast_rounding))
+                      None, eps, flags)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

@@ -9,8 +9,6 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
 #include <Python.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -18,7 +16,6 @@
 
 #include <atomic>
 #include <exception>
-#include <string>
 #include <vector>
 
 #include "one_dimension.h"
@@ -97,11 +94,7 @@ at::Tensor Forward(long kind, const at::Tensor& x, const Dense& dx,
   d.x_type = d.y_type = static_cast<simdnorm_dtype>(dx.dtype);
   d.y = y.data_ptr();
   const at::Tensor& p = weight.defined() ? weight : bias;
-  if (p.defined()) {
-    Dense dp;
-    DenseOf(p, 0, &dp);
-    d.param_type = static_cast<simdnorm_dtype>(dp.dtype);
-  }
+  if (p.defined()) d.param_type = static_cast<simdnorm_dtype>(DtypeOf(p));
   d.gamma = weight.defined() ? weight.data_ptr() : nullptr;
   d.beta = bias.defined() ? bias.data_ptr() : nullptr;
   d.eps = static_cast<float>(eps);
@@ -185,10 +178,8 @@ struct RowNorm : public torch::autograd::Function<RowNorm> {
     d.dx = dx.data_ptr();
     d.dx_type = d.x_type;
     if (weight.defined()) {
-      Dense dw;
-      DenseOf(weight, 0, &dw);
-      d.gamma = dw.data;
-      d.param_type = static_cast<simdnorm_dtype>(dw.dtype);
+      d.gamma = weight.data_ptr();
+      d.param_type = static_cast<simdnorm_dtype>(DtypeOf(weight));
     }
     d.gamma_offset =
         static_cast<float>(ctx->saved_data["gamma_offset"].toDouble());
