@@ -210,6 +210,9 @@ struct RowScale {
   // denominator (ops.h) is a function of it; the backward pass uses it.
   double second = 0.0;
   double mean = 0.0;  // the row's mean in double (LayerNorm; else 0)
+  // The row's smallest nonzero |x| where the statistics pass found it (bf16
+  // rows of the uncentered checked kinds; +inf for a row of zeros), else 0.
+  float min_x = 0.0f;
 };
 
 template <bool kLayerNorm, bool kScaled, class V>
@@ -1115,11 +1118,26 @@ inline constexpr int kSumsF32Depth = 9;
 
 // sum(x^2) in fp32 chains short enough for a tight bound
 // (internal::Fp32Sums(n, kSumsF32Depth)): blocks of 16 vectors in four
-// chains, each block added to double lanes.
-template <class DF, typename TX>
-HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
+// chains, each block added to double lanes. kMinX (bf16 x): also the
+// smallest nonzero |x| to *min_x (+inf for a row of zeros), for TinyT: a
+// few integer operations in a loop that has room for them.
+template <bool kMinX = false, class DF, typename TX>
+HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
+                                  float* min_x = nullptr) {
+  static_assert(!kMinX || std::is_same_v<TX, bf16_t>, "bf16 x only");
   const size_t N = hn::Lanes(df);
   const hn::ScalableTag<double> dd;
+#if HWY_TARGET == HWY_SCALAR
+  static_assert(!kMinX, "vector targets only");
+  const hn::Rebind<uint16_t, DF> d16;
+#else
+  const hn::Repartition<uint16_t, DF> d16;  // the 2N elements of a pair
+#endif
+  const uint16_t* bits = reinterpret_cast<const uint16_t*>(x);
+  // |x|'s bits - 1, wrapping: a zero's is 0xFFFF, above every other.
+  const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
+  auto mins = hn::Set(d16, 0xFFFF);
+  uint16_t min_rest = 0xFFFF;
   auto lo = hn::Zero(dd), hi = hn::Zero(dd);
   size_t i = 0;
   while (i < n) {
@@ -1134,6 +1152,17 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
       q1 = hn::MulAdd(x1, x1, q1);
       q2 = hn::MulAdd(x2, x2, q2);
       q3 = hn::MulAdd(x3, x3, q3);
+      if constexpr (kMinX) {
+        const auto m0 = hn::And(hn::LoadU(d16, bits + i), abs);
+        const auto m1 = hn::And(hn::LoadU(d16, bits + i + 2 * N), abs);
+        mins = hn::Min(mins, hn::Min(hn::Sub(m0, one), hn::Sub(m1, one)));
+      }
+    }
+    if constexpr (kMinX) {
+      for (size_t j = i; j < block_end; ++j) {
+        const uint16_t m = static_cast<uint16_t>((bits[j] & 0x7FFF) - 1);
+        min_rest = m < min_rest ? m : min_rest;
+      }
     }
     for (; i + N <= block_end; i += N) {
       const auto x0 = LoadF(df, x + i);
@@ -1146,6 +1175,16 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
     }
     AddToF64(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)), lo, hi);
   }
+  if constexpr (kMinX) {
+    uint16_t m = hn::GetLane(hn::MinOfLanes(d16, mins));
+    m = min_rest < m ? min_rest : m;
+    const uint32_t f = static_cast<uint32_t>(m + 1) << 16;  // m + 1: |x|
+    float v;
+    std::memcpy(&v, &f, sizeof(v));
+    *min_x = m == 0xFFFF ? HUGE_VALF : v;
+  } else {
+    (void)min_x, (void)bits, (void)abs, (void)one, (void)mins, (void)min_rest;
+  }
   return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
 }
 
@@ -1154,12 +1193,22 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n) {
 // (their double statistics are made when a lane needs them, LazyCrRow). Sums
 // that overflow or lose too much to underflow give a non-finite v or er < 0:
 // the caller takes StatsF64 then.
+// With want_min (bf16 x), also the row's smallest nonzero |x| to *min_x
+// (SumSquaresF32), else 0 there.
 template <class DF, typename TX>
 HWY_INLINE internal::RowStats UncenteredStatsF32(
     DF df, const TX* x, size_t n, float eps, int kind,
-    const internal::SumModel& model) {
-  return internal::StatsFromSums(kind, n, eps, 0.0, 0.0,
-                                 SumSquaresF32(df, x, n), model);
+    const internal::SumModel& model, bool want_min, float* min_x) {
+  double q;
+  *min_x = 0.0f;
+  if constexpr (std::is_same_v<TX, bf16_t> && HWY_TARGET != HWY_SCALAR) {
+    q = want_min ? SumSquaresF32<true>(df, x, n, min_x)
+                 : SumSquaresF32(df, x, n);
+  } else {
+    (void)want_min;
+    q = SumSquaresF32(df, x, n);
+  }
+  return internal::StatsFromSums(kind, n, eps, 0.0, 0.0, q, model);
 }
 
 // The fp32 constants of a checked row and its per-lane error bound
@@ -1901,7 +1950,10 @@ inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
 // Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
 // returns a bit per 2N elements (the first in bit 0) with a lane left open.
 // kRoundT: Hugging Face's order (v = t), else v = y.
-template <bool kRoundT, class DF>
+// kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
+// the row is that small (TinyFreeT) leave it out, and in Hugging Face's
+// order round t straight into place (fewer operations, the same bits).
+template <bool kRoundT, bool kTestTiny, class DF>
 HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
                                 bf16_t* HWY_RESTRICT y,
                                 const bf16_t* HWY_RESTRICT gamma, size_t i,
@@ -1933,6 +1985,16 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
     // (the even elements in the low halves).
     const auto low =
         hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
+    if constexpr (kRoundT && !kTestTiny) {
+      if (!hn::AllFalse(d16, hn::Lt(hn::Add(low, shift), width))) {
+        flagged |= bit;
+      }
+      const auto ta = hn::And(hn::Add(ua, half), hi);  // t rounded half up
+      const auto tb = hn::And(hn::Add(ub, half), hi);
+      StorePairNormal(df, hn::Mul(hn::BitCast(df, ta), ga),
+                      hn::Mul(hn::BitCast(df, tb), gb), y + i);
+      continue;
+    }
     const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
                             hn::And(hn::Add(ub, half), hi));
     const auto mag = hn::And(hn::BitCast(d16, v16), abs);
@@ -1950,6 +2012,13 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
   return flagged;
 }
 
+// Whether a nonzero t = x * mul of the row may be below 2^-59 (true where
+// the row's smallest nonzero |x| is not known): t is within 2^-24 |t| of
+// x * mul, and 2^-59 is a bf16 value, so rounding keeps t above it.
+inline bool TinyT(const RowScale& k) {
+  return !(static_cast<double>(k.min_x) * k.mul * (1 - 0x1p-23) >= 0x1p-59);
+}
+
 // Runs TameChunk on the chunks of [0, paired_end) where the call and the
 // row allow it (returns false where not), and redo(i, end) on its groups
 // with an open lane.
@@ -1957,7 +2026,7 @@ template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
           typename TP, class F>
 HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
                            size_t paired_end, float mul, bool row_tame,
-                           uint16_t units, const F& redo) {
+                           uint16_t units, bool test_tiny, const F& redo) {
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
                 std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
@@ -1965,15 +2034,18 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     const size_t group = 2 * hn::Lanes(df);
     static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
     ForChunks(paired_end, [&](size_t i, size_t end) {
-      ForFlaggedGroups(
-          TameChunk<kRoundT>(df, x, y, w.gamma, i, end, mul, units), i, end,
-          group, redo);
+      const uint64_t open =
+          test_tiny
+              ? TameChunk<kRoundT, true>(df, x, y, w.gamma, i, end, mul, units)
+              : TameChunk<kRoundT, false>(df, x, y, w.gamma, i, end, mul,
+                                          units);
+      ForFlaggedGroups(open, i, end, group, redo);
     });
     return true;
   }
 #endif
   (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
-  (void)row_tame, (void)units, (void)redo;
+  (void)row_tame, (void)units, (void)test_tiny, (void)redo;
   return false;
 }
 
@@ -1997,7 +2069,7 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   uint16_t units = 0;
   const bool row_tame = !kLayerNorm && TameUnitsOf(cr.ScaleError(), 2, units);
   if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
-                                     units, redo)) {
+                                     units, true, redo)) {
     ForChunks(paired_end, redo);
   }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -2143,7 +2215,7 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
   uint16_t units = 0;
   const bool row_tame = kExactY && TameUnitsOf(cr.ScaleError(), 1, units);
   if (!TameChunks<kLayerNorm, true>(df, x, y, w, paired_end, k.mul, row_tame,
-                                    units, redo)) {
+                                    units, TinyT(k), redo)) {
     ForChunks(paired_end, redo);
   }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -2377,6 +2449,10 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // 0.97-0.99x). Only without a residual, where rows read x as it is (no
   // row of y but an exact alias overlaps x).
   internal::RowStats ahead{};
+  // Hugging Face's order with tame weights: the rows' smallest nonzero |x|
+  // lets TameChunk leave out its test of tiny t (TinyT).
+  const bool want_min = w.round && w.tame_gamma;
+  float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
   bool has_ahead = false;
   // The bound model of UncenteredStatsF32's sums, the same for every row.
   const internal::SumModel f32_sums = internal::Fp32Sums(n, kSumsF32Depth);
@@ -2416,17 +2492,20 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
                              kDType<TY>, n, a.eps,      st};
     };
     if constexpr (!kQuant && !kLayerNorm) {
+      float min_x = ahead_min_x;
       const internal::RowStats st =
           has_ahead ? ahead
-                    : UncenteredStatsF32(df, h, n, a.eps, a.kind, f32_sums);
+                    : UncenteredStatsF32(df, h, n, a.eps, a.kind, f32_sums,
+                                         want_min, &min_x);
       has_ahead = a.residual == nullptr && r + 1 < row_end;
       if (CheckedScale(kLayerNorm, st, k, bound)) {
+        k.min_x = min_x;
         SaveStats(a, r, 0.0, st.v);
         LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
         if (has_ahead) {
           ahead = UncenteredStatsF32(
               df, static_cast<const TX*>(a.x) + (r + 1) * a.x_stride, n, a.eps,
-              a.kind, f32_sums);
+              a.kind, f32_sums, want_min, &ahead_min_x);
         }
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
