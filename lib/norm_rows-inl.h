@@ -1951,7 +1951,7 @@ inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
 // returns a bit per 2N elements (the first in bit 0) with a lane left open.
 // kRoundT: Hugging Face's order (v = t), else v = y.
 // kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
-// the row is that small (TinyFreeT) leave it out, and in Hugging Face's
+// the row is that small (TinyT false) leave it out, and in Hugging Face's
 // order round t straight into place (fewer operations, the same bits).
 template <bool kRoundT, bool kTestTiny, class DF>
 HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
