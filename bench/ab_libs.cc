@@ -17,6 +17,10 @@
 // SIMDNORM_FAST_ROUNDING). kind KIND-backward (layernorm, rmsnorm) times
 // simdnorm_backward instead: dx, dgamma and dbeta (layernorm) from the
 // forward's saved statistics, as autograd calls it; dy = N(0,1).
+// kind groupnorm-nchw or groupnorm-nhwc times simdnorm_group_norm on one
+// sample of cols channels and rows positions, 32 groups (gamma, beta);
+// batchnorm-training-nchw or -nhwc simdnorm_batch_norm in training on the
+// same shape.
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
@@ -35,11 +39,15 @@ namespace {
 
 using NormalizeFn = simdnorm_status (*)(const simdnorm_desc*, size_t);
 using BackwardFn = simdnorm_status (*)(const simdnorm_backward_desc*, size_t);
+using GroupFn = simdnorm_status (*)(const simdnorm_group_desc*, size_t);
+using BatchFn = simdnorm_status (*)(const simdnorm_batch_desc*, size_t);
 using SetIsaFn = simdnorm_status (*)(const char*);
 
 struct Lib {
   NormalizeFn normalize = nullptr;
   BackwardFn backward = nullptr;
+  GroupFn group = nullptr;
+  BatchFn batch = nullptr;
   std::vector<double> ns;
 };
 
@@ -55,9 +63,11 @@ bool Open(std::string path, const char* isa, Lib& lib) {
       reinterpret_cast<NormalizeFn>(dlsym(h, "simdnorm_normalize_sized"));
   lib.backward =
       reinterpret_cast<BackwardFn>(dlsym(h, "simdnorm_backward_sized"));
+  lib.group = reinterpret_cast<GroupFn>(dlsym(h, "simdnorm_group_norm_sized"));
+  lib.batch = reinterpret_cast<BatchFn>(dlsym(h, "simdnorm_batch_norm_sized"));
   auto set_isa = reinterpret_cast<SetIsaFn>(dlsym(h, "simdnorm_set_isa"));
   if (lib.normalize == nullptr || lib.backward == nullptr ||
-      set_isa == nullptr) {
+      lib.group == nullptr || lib.batch == nullptr || set_isa == nullptr) {
     std::fprintf(stderr, "%s: not a libsimdnorm\n", path.c_str());
     return false;
   }
@@ -83,6 +93,30 @@ struct Buffer {
     p = raw.data() + ((64 - a % 64) % 64) + offset;
   }
 };
+
+// The fields of a group or batch descriptor for one sample of d.cols
+// channels and d.rows positions, with d's types, weights and flags.
+template <class Desc>
+void ChannelDesc(const simdnorm_desc& d, const void* beta,
+                 const std::string& kind, Desc& e) {
+  e.n = 1;
+  e.c = d.cols;
+  e.hw = d.rows;
+  const std::string nhwc = "-nhwc";
+  e.layout =
+      kind.size() > nhwc.size() &&
+              kind.compare(kind.size() - nhwc.size(), nhwc.size(), nhwc) == 0
+          ? SIMDNORM_NHWC
+          : SIMDNORM_NCHW;
+  e.x = d.x;
+  e.x_type = e.y_type = d.x_type;
+  e.gamma = d.gamma;
+  e.beta = beta;
+  e.param_type = d.param_type;
+  e.eps = 1e-5f;
+  e.max_threads = 1;
+  e.flags = d.flags;
+}
 
 }  // namespace
 
@@ -122,6 +156,8 @@ int main(int argc, char** argv) {
                                             suffix.size(), suffix) == 0;
   const std::string kind = opt["kind"].substr(
       0, opt["kind"].size() - (backward ? suffix.size() : 0));
+  const bool group = kind.rfind("groupnorm-", 0) == 0;
+  const bool batch = kind.rfind("batchnorm-training-", 0) == 0;
   const bool bf16 = opt["dtype"] == "bf16";
   const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
   const size_t offset = std::stoul(opt["offset"]);
@@ -169,6 +205,16 @@ int main(int argc, char** argv) {
   unsigned char* outs[2] = {y0.p, y1.p};
   float* sums[2] = {reinterpret_cast<float*>(sums0.p),
                     reinterpret_cast<float*>(sums1.p)};
+  simdnorm_group_desc gd = {};
+  ChannelDesc(d, beta.p, kind, gd);
+  gd.groups = 32;
+  std::vector<float> running(2 * cols, 1.0f);
+  simdnorm_batch_desc nd = {};
+  ChannelDesc(d, beta.p, kind, nd);
+  nd.running_mean = running.data();
+  nd.running_var = running.data() + cols;
+  nd.momentum = 0.1f;
+  nd.training = 1;
   simdnorm_backward_desc bd = {};
   if (backward) {  // the forward's saved statistics, then the backward's
     d.y = y0.p;
@@ -191,13 +237,17 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   const auto run = [&](int w, int iters) {
     d.y = outs[w];
+    gd.y = outs[w];
+    nd.y = outs[w];
     bd.dx = outs[w];
     bd.dgamma = sums[w];
     bd.dbeta = d.kind == SIMDNORM_LAYERNORM ? sums[w] + cols : nullptr;
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) {
-      const simdnorm_status s = backward ? libs[w].backward(&bd, sizeof(bd))
-                                         : libs[w].normalize(&d, sizeof(d));
+      const simdnorm_status s = group      ? libs[w].group(&gd, sizeof(gd))
+                                : batch    ? libs[w].batch(&nd, sizeof(nd))
+                                : backward ? libs[w].backward(&bd, sizeof(bd))
+                                           : libs[w].normalize(&d, sizeof(d));
       if (s != SIMDNORM_OK) {
         std::fprintf(stderr, "call failed: status %d\n", static_cast<int>(s));
         std::exit(1);
