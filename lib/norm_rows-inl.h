@@ -2034,11 +2034,12 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     const size_t group = 2 * hn::Lanes(df);
     static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
     ForChunks(paired_end, [&](size_t i, size_t end) {
+      // Without kRoundT the test is always made: no TameChunk<false, false>.
       const uint64_t open =
-          test_tiny
+          test_tiny || !kRoundT
               ? TameChunk<kRoundT, true>(df, x, y, w.gamma, i, end, mul, units)
-              : TameChunk<kRoundT, false>(df, x, y, w.gamma, i, end, mul,
-                                          units);
+              : TameChunk<kRoundT, !kRoundT>(df, x, y, w.gamma, i, end, mul,
+                                             units);
       ForFlaggedGroups(open, i, end, group, redo);
     });
     return true;
