@@ -35,15 +35,14 @@ using bf16_t = hwy::bfloat16_t;
 using f16_t = hwy::float16_t;
 
 // binary16 through the hardware (F16C's vcvtph2ps / vcvtps2ph on AVX2 and
-// AVX-512, as Highway's PromoteTo and DemoteTo emit them there): exact
-// widening and round-to-nearest-even narrowing, subnormals included. They
-// keep NaN payloads, which the stores below replace by the default NaN, as
-// the integer path of the other targets gives. Elsewhere (Highway 1.0.3
-// emulates the conversions by truncation) the integer path below.
+// AVX-512, as Highway's PromoteTo and DemoteTo emit them there; every x86
+// target from AVX2 up, AVX3_ZEN4 and AVX3_SPR of newer Highways included):
+// exact widening and round-to-nearest-even narrowing, subnormals included.
+// They keep NaN payloads, which the stores below replace by the default
+// NaN, as the integer path of the other targets gives. Elsewhere (Highway
+// 1.0.3 emulates the conversions by truncation) the integer path below.
 #undef SIMDNORM_F16C
-#if (HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || \
-     HWY_TARGET == HWY_AVX3_DL) &&                       \
-    !defined(HWY_DISABLE_F16C)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
 #define SIMDNORM_F16C 1
 #else
 #define SIMDNORM_F16C 0
