@@ -1,8 +1,10 @@
 // Results do not depend on where rows sit in memory: every dtype triple,
 // rows at every element offset from a 64-byte line (x and y alike, apart,
-// in place) and strides that move each row's offset, give the same bytes
-// as the same rows 64-byte aligned. The write loops peel a head to align
-// their stores (norm_rows-inl.h, AlignHead), and nothing else may change.
+// in place) and strides that move each row's offset, stored through the
+// cache or streamed (SIMDNORM_Y_STREAM), give the same bytes as the same
+// rows 64-byte aligned. The write loops peel a head to align their stores
+// and may read x and the weights shifted (norm_rows-inl.h, PeelHead,
+// ShiftedSource), and nothing else may change.
 #include <cstddef>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct Layout {
   size_t x_off, y_off;  // bytes past a 64-byte line (multiples of 4)
   size_t extra;         // stride - cols, elements (moves each row's offset)
   bool in_place;
+  unsigned flags = 0;  // SIMDNORM_Y_STREAM: streamed
 };
 
 // The rows of y (cols elements each) for one layout, as bytes.
@@ -55,6 +58,7 @@ std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
   d.param_type = t.param;
   d.eps = 1e-5f;
   d.max_threads = 1;
+  d.flags = l.flags;
   EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
   const Matrix& out = l.in_place ? x : y;
   std::vector<unsigned char> bytes;
@@ -88,12 +92,19 @@ void SameBitsAtEveryAddress(simdnorm_kind kind) {
           layouts.push_back({16, 16, extra, true});
           layouts.push_back({0, 0, extra, true});
         }
+        // Streamed: every third layout, and those with x and y apart.
+        for (size_t i = 0, end = layouts.size(); i < end; ++i) {
+          Layout l = layouts[i];
+          l.flags = SIMDNORM_Y_STREAM;
+          if (i % 3 == 0 || l.x_off != l.y_off) layouts.push_back(l);
+        }
         for (const Layout& l : layouts) {
           EXPECT_TRUE(want == Run(kind, t, rows, cols, l, values, params))
               << KindName(kind) << " " << DTypeName(t.x) << "/"
               << DTypeName(t.y) << "/" << DTypeName(t.param) << " cols " << cols
               << " stride +" << extra << " x at +" << l.x_off << " y at +"
-              << l.y_off << (l.in_place ? " in place" : "");
+              << l.y_off << (l.in_place ? " in place" : "")
+              << (l.flags != 0 ? " streamed" : "");
         }
       }
     }
