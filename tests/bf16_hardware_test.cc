@@ -187,7 +187,7 @@ TEST(Bf16HardwareTest, ListedWhereTheCpuHasIt) {
 // exactly +-1, and y_j = +-gamma_j rounded once to bf16. f32 x and gamma
 // with bf16 y store vector by vector (vcvtneps2bf16).
 TEST(Bf16HardwareTest, EveryGammaGivesAvx3Bytes) {
-  if (*Bf16Isa() == '\0') GTEST_SKIP() << "AVX3_BF16 is not listed here";
+  if (*Bf16Isa() == '\0') GTEST_SKIP() << "no ISA with AVX512_BF16 stores";
   ASSERT_TRUE(Listed(kAvx3));
   const std::vector<float> all = AllGammas();
   constexpr size_t kCols = 4096;
@@ -219,7 +219,7 @@ TEST(Bf16HardwareTest, EveryGammaGivesAvx3Bytes) {
 // every bf16 gamma (subnormals, NaNs, infinities included), each with
 // betas that put y on a rounding tie, just below it, and elsewhere.
 TEST(Bf16HardwareTest, EveryBf16GammaPairedGivesAvx3Bytes) {
-  if (*Bf16Isa() == '\0') GTEST_SKIP() << "AVX3_BF16 is not listed here";
+  if (*Bf16Isa() == '\0') GTEST_SKIP() << "no ISA with AVX512_BF16 stores";
   ASSERT_TRUE(Listed(kAvx3));
   std::vector<uint16_t> gamma, beta;
   Rng rng(7);
@@ -275,7 +275,7 @@ const char* VariantName(Variant v) {
 // bf16 y, the variants, odd and model sizes, aligned and not: y and sum_out
 // bytes equal to AVX3's, correctly rounded and with SIMDNORM_FAST_ROUNDING.
 TEST(Bf16HardwareTest, RealisticRowsGiveAvx3Bytes) {
-  if (*Bf16Isa() == '\0') GTEST_SKIP() << "AVX3_BF16 is not listed here";
+  if (*Bf16Isa() == '\0') GTEST_SKIP() << "no ISA with AVX512_BF16 stores";
   ASSERT_TRUE(Listed(kAvx3));
   constexpr simdnorm_dtype kTypes[] = {SIMDNORM_F32, SIMDNORM_BF16,
                                        SIMDNORM_F16};
