@@ -95,6 +95,11 @@ struct Buffer {
   }
 };
 
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 // The fields of a group or batch descriptor for one sample of d.cols
 // channels and d.rows positions, with d's types, weights and flags.
 template <class Desc>
@@ -103,12 +108,7 @@ void ChannelDesc(const simdnorm_desc& d, const void* beta,
   e.n = 1;
   e.c = d.cols;
   e.hw = d.rows;
-  const std::string nhwc = "-nhwc";
-  e.layout =
-      kind.size() > nhwc.size() &&
-              kind.compare(kind.size() - nhwc.size(), nhwc.size(), nhwc) == 0
-          ? SIMDNORM_NHWC
-          : SIMDNORM_NCHW;
+  e.layout = EndsWith(kind, "-nhwc") ? SIMDNORM_NHWC : SIMDNORM_NCHW;
   e.x = d.x;
   e.x_type = e.y_type = d.x_type;
   e.gamma = d.gamma;
@@ -153,9 +153,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string suffix = "-backward";
-  const bool backward = opt["kind"].size() > suffix.size() &&
-                        opt["kind"].compare(opt["kind"].size() - suffix.size(),
-                                            suffix.size(), suffix) == 0;
+  const bool backward = EndsWith(opt["kind"], suffix);
   const std::string kind = opt["kind"].substr(
       0, opt["kind"].size() - (backward ? suffix.size() : 0));
   const bool group = kind.rfind("groupnorm-", 0) == 0;
