@@ -465,6 +465,77 @@ HWY_INLINE void StoreEnd(DF df, hn::Vec<DF> e0, hn::Vec<DF> e1,
   std::memcpy(y + n - count, buf + 2 * N - count, count * sizeof(TY));
 }
 
+// Rows whose y sits at another offset of a line than x and the weights
+// (the peel aligns x's loads then) have split stores, and split streaming
+// stores cost more than cached ones. So where y (f32) is streamed, the
+// results are still computed at x's aligned positions, and each aligned
+// vector of y is made of two consecutive results by a two-source permute
+// (vpermt2ps): aligned loads, aligned non-temporal stores, the same values.
+// AVX-512 only (elsewhere kShiftedStream is false and nothing here runs).
+#undef SIMDNORM_SHIFTED_STREAM  // once per target (foreach_target.h)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && HWY_MAX_BYTES == 64
+#define SIMDNORM_SHIFTED_STREAM 1
+#else
+#define SIMDNORM_SHIFTED_STREAM 0
+#endif
+template <typename TY>
+inline constexpr bool kShiftedStream =
+    SIMDNORM_SHIFTED_STREAM&& std::is_same_v<TY, float>;
+
+// Floats of y + i past a line where x + i is at a line's start and y + i
+// (f32) is not, with at least 3N elements left and the head (see
+// StreamShifted) at most 2N long; else 0 (the plain loops).
+template <class DF, typename TX>
+HWY_INLINE size_t ShiftedLag(DF df, const TX* x, const float* y, size_t i,
+                             size_t n) {
+  const size_t N = hn::Lanes(df);
+  const uintptr_t oy = reinterpret_cast<uintptr_t>(y + i) % 64;
+  if (N != 16 || !StreamAligned(df, x + i) || oy % sizeof(float) != 0) {
+    return 0;
+  }
+  const size_t lag = oy / sizeof(float);
+  return i + 3 * N <= n && i + N - lag <= 2 * N ? lag : 0;
+}
+
+#if SIMDNORM_SHIFTED_STREAM
+// Streams the results of kRows rows from x's aligned position i on, where
+// y + i is `lag` floats past a line: at(j, r) gives each row's 16 results
+// at j. Returns the end of what is stored: y's elements from i + 16 - lag
+// (the first line of y after i; the caller's head stores those before) up
+// to the value returned, less than 2N from n.
+template <size_t kRows, class F>
+HWY_INLINE size_t StreamShifted(float* const (&y)[kRows], size_t i, size_t n,
+                                size_t lag, const F& at) {
+  constexpr size_t N = 16;
+  const __m512i idx = _mm512_add_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(static_cast<int>(N - lag)));
+  __m512 prev[kRows], a[kRows], b[kRows];
+  at(i, prev);
+  size_t k = i;
+  for (; k + 3 * N <= n; k += 2 * N) {
+    at(k + N, a);
+    at(k + 2 * N, b);
+    for (size_t r = 0; r < kRows; ++r) {
+      _mm512_stream_ps(y[r] + k + N - lag,
+                       _mm512_permutex2var_ps(prev[r], idx, a[r]));
+      _mm512_stream_ps(y[r] + k + 2 * N - lag,
+                       _mm512_permutex2var_ps(a[r], idx, b[r]));
+      prev[r] = b[r];
+    }
+  }
+  if (k + 2 * N <= n) {
+    at(k + N, a);
+    for (size_t r = 0; r < kRows; ++r) {
+      _mm512_stream_ps(y[r] + k + N - lag,
+                       _mm512_permutex2var_ps(prev[r], idx, a[r]));
+    }
+    k += N;
+  }
+  return k + N - lag;
+}
+#endif
+
 // The 2N results of a row at i, as the main loops store them (Store2N): a
 // pair when x, y and the weights pair alike, else two vectors in order.
 template <bool kLayerNorm, bool kScaled, class DF, typename TX, typename TY,
@@ -520,6 +591,24 @@ HWY_NOINLINE void ApplyRow(DF df, const TX* x, TY* y, const Weights<TP> w,
     return;
   }
   size_t i = PeelHead(df, x, y, w, n, stream);
+#if SIMDNORM_SHIFTED_STREAM
+  if constexpr (kShiftedStream<TY>) {
+    const size_t lag = stream ? ShiftedLag(df, x, y, i, n) : 0;
+    if (lag != 0) {  // the ends computed first, as below
+      const auto at = [&](size_t j) {
+        return ResultAt<kLayerNorm, kScaled, At::kFull>(df, x, w, j, 0, s, m,
+                                                        mul, add);
+      };
+      const auto e0 = at(n - 2 * N), e1 = at(n - N), h0 = at(0), h1 = at(N);
+      StoreHead<kQuiet>(df, h0, h1, y, i + N - lag, true);
+      float* const rows[1] = {y};
+      const size_t end = StreamShifted(
+          rows, i, n, lag, [&](size_t j, __m512(&r)[1]) { r[0] = at(j).raw; });
+      StoreEnd<kQuiet>(df, e0, e1, y, n, n - end, true);
+      return;
+    }
+  }
+#endif
   stream = stream && StreamAligned(df, y + i) && StreamAligned(df, x + i);
   // What the loop leaves over: e1 covers up to N elements, e0 the rest.
   const size_t rest = (n - i) % (2 * N);
@@ -629,6 +718,35 @@ HWY_NOINLINE void ApplyRows2(DF df, const TX* x0, const TX* x1, TY* y0, TY* y1,
     return;
   }
   size_t i = PeelHead(df, x0, y0, w, n, stream);
+#if SIMDNORM_SHIFTED_STREAM
+  if constexpr (kShiftedStream<TY>) {
+    const size_t lag = stream ? ShiftedLag(df, x0, y0, i, n) : 0;
+    if (lag != 0 && lag == ShiftedLag(df, x1, y1, i, n)) {
+      const auto at = [&](size_t j, hn::Vec<DF>& r0, hn::Vec<DF>& r1) {
+        Results2At<kLayerNorm, At::kFull>(df, x0, x1, w, j, 0, m0, mul0, add0,
+                                          m1, mul1, add1, r0, r1);
+      };
+      hn::Vec<DF> e00, e01, e10, e11, h00, h01, h10, h11;  // as in ApplyRow
+      at(n - 2 * N, e00, e10);
+      at(n - N, e01, e11);
+      at(0, h00, h10);
+      at(N, h01, h11);
+      StoreHead<kQuiet>(df, h00, h01, y0, i + N - lag, true);
+      StoreHead<kQuiet>(df, h10, h11, y1, i + N - lag, true);
+      float* const rows[2] = {y0, y1};
+      const size_t end =
+          StreamShifted(rows, i, n, lag, [&](size_t j, __m512(&r)[2]) {
+            hn::Vec<DF> r0, r1;
+            at(j, r0, r1);
+            r[0] = r0.raw;
+            r[1] = r1.raw;
+          });
+      StoreEnd<kQuiet>(df, e00, e01, y0, n, n - end, true);
+      StoreEnd<kQuiet>(df, e10, e11, y1, n, n - end, true);
+      return;
+    }
+  }
+#endif
   stream = stream && StreamAligned(df, y0 + i) && StreamAligned(df, y1 + i) &&
            StreamAligned(df, x0 + i) && StreamAligned(df, x1 + i);
   const size_t rest = (n - i) % (2 * N);  // the rows' ends, as in ApplyRow
