@@ -1,20 +1,20 @@
 // simdnorm_ab_libs: two builds of libsimdnorm timed in one process.
 //
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
-//       [cols=896] [offset=0] [yoffset=OFFSET] [batches=100] [flags=0]
-//       [isa=NAME] [param=f32|bf16]
+//       [cols=896] [offset=0] [yoffset=OFFSET] [woffset=OFFSET] [batches=100]
+//       [flags=0] [isa=NAME] [param=f32|bf16]
 //
 // offset: bytes past a 64-byte line of x, gamma and beta (and y, unless
-// yoffset gives y's). Both libraries are loaded with dlopen (give two different
-// paths: copy one build's libsimdnorm.so.* aside first) and called alternately,
-// in batches of ~2 ms, the order swapped every batch, so that both see the same
-// machine state. Prints each build's min and median ns per row, their ratios
-// (old / new: above 1 is a speed-up) and whether the outputs are
-// byte-identical. On a noisy VM two copies of one build measure 1.00-1.01x
-// this way, where separate processes differ by up to 30 %.
-// kind: layernorm (with gamma and beta), rmsnorm, l2norm (gamma); dtype:
-// f32 or bf16 for x, y and the weights (param: the weights' own); flags:
-// simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
+// yoffset gives y's; gamma and beta, unless woffset gives theirs). Both
+// libraries are loaded with dlopen (give two different paths: copy one build's
+// libsimdnorm.so.* aside first) and called alternately, in batches of ~2 ms,
+// the order swapped every batch, so that both see the same machine state.
+// Prints each build's min and median ns per row, their ratios (old / new: above
+// 1 is a speed-up) and whether the outputs are byte-identical. On a noisy VM
+// two copies of one build measure 1.00-1.01x this way, where separate processes
+// differ by up to 30 %. kind: layernorm (with gamma and beta), rmsnorm, l2norm
+// (gamma); dtype: f32 or bf16 for x, y and the weights (param: the weights'
+// own); flags: simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
 // SIMDNORM_FAST_ROUNDING). kind KIND-backward (layernorm, rmsnorm) times
 // simdnorm_backward instead: dx, dgamma and dbeta (layernorm) from the
 // forward's saved statistics, as autograd calls it; dy = N(0,1).
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] "
                  "[rows=64] [cols=896] [offset=0] [yoffset=OFFSET] "
-                 "[batches=100] [flags=0] "
+                 "[woffset=OFFSET] [batches=100] [flags=0] "
                  "[isa=NAME] [param=f32|bf16]\n",
                  argv[0]);
     return 2;
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> opt = {
       {"kind", "rmsnorm"}, {"dtype", "bf16"},  {"rows", "64"},  {"cols", "896"},
       {"offset", "0"},     {"batches", "100"}, {"yoffset", ""}, {"flags", "0"},
-      {"isa", ""},         {"param", ""}};
+      {"isa", ""},         {"param", ""},      {"woffset", ""}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -161,15 +161,17 @@ int main(int argc, char** argv) {
   const bool bf16 = opt["dtype"] == "bf16";
   const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
   const size_t offset = std::stoul(opt["offset"]);
-  const size_t y_offset =
-      opt["yoffset"].empty() ? offset : std::stoul(opt["yoffset"]);
+  const auto offset_of = [&](const char* key) {
+    return opt[key].empty() ? offset : std::stoul(opt[key]);
+  };
+  const size_t y_offset = offset_of("yoffset"), w_offset = offset_of("woffset");
   const int batches = std::stoi(opt["batches"]);
   const size_t elem = bf16 ? 2 : 4;
   const bool param_bf16 = opt["param"].empty() ? bf16 : opt["param"] == "bf16";
 
   Buffer x(rows * cols * elem, offset), y0(rows * cols * elem, y_offset),
-      y1(rows * cols * elem, y_offset), gamma(cols * 4, offset),
-      beta(cols * 4, offset), dy(rows * cols * elem, offset),
+      y1(rows * cols * elem, y_offset), gamma(cols * 4, w_offset),
+      beta(cols * 4, w_offset), dy(rows * cols * elem, offset),
       sums0(2 * cols * 4, 0), sums1(2 * cols * 4, 0), saved(2 * rows * 4, 0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;

@@ -385,9 +385,29 @@ HWY_INLINE size_t HeadToAlign(size_t bytes, const T* p) {
   return off % sizeof(T) != 0 ? 0 : (bytes - off) % bytes / sizeof(T);
 }
 
+// Rows whose y sits at another offset of a line than x have split loads or
+// split stores, and neither goes with non-temporal stores (split streaming
+// stores cost more than cached ones; split loads beside them made 4096
+// rows 1.5x slower). So where y (f32) is streamed, the peel aligns x, the
+// results are computed at x's aligned positions, and each aligned vector
+// of y is made of two consecutive results by a two-source permute
+// (vpermt2ps): aligned loads of x, aligned non-temporal stores, the same
+// values; the weights, in L1, are loaded as they are. AVX-512 only
+// (elsewhere kShiftedStream is false and nothing here runs).
+#undef SIMDNORM_SHIFTED_STREAM  // once per target (foreach_target.h)
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && HWY_MAX_BYTES == 64
+#define SIMDNORM_SHIFTED_STREAM 1
+#else
+#define SIMDNORM_SHIFTED_STREAM 0
+#endif
+template <typename TY>
+inline constexpr bool kShiftedStream =
+    SIMDNORM_SHIFTED_STREAM&& std::is_same_v<TY, float>;
+
 // The peel of a row: the head that aligns y's stores, or the one that
 // aligns x's loads when x and the weights share an offset that y does not
-// (three split loads cost more than one split store on Zen 5). 0 for rows
+// (three split loads cost more than one split store on Zen 5), or y is
+// streamed through shifted vectors (kShiftedStream). 0 for rows
 // shorter than head + 2N. A few integer operations: it runs for every row.
 // When y is streamed, its head reaches a cache line where 2N results can
 // (AVX2's f32): a line written partly by cached and partly by non-temporal
@@ -402,7 +422,9 @@ HWY_INLINE size_t PeelHead(DF df, const TX* x, const TY* y,
   const size_t og = w.gamma ? reinterpret_cast<uintptr_t>(w.gamma) % bytes : ox;
   const size_t ob = w.beta ? reinterpret_cast<uintptr_t>(w.beta) % bytes : ox;
   if ((ox | oy | og | ob) == 0) return 0;
-  const bool x_side = ox != oy && og == ox && ob == ox;
+  const bool x_side =
+      ox != oy && ((og == ox && ob == ox) ||
+                   (stream && kShiftedStream<TY> && hn::Lanes(df) == 16));
   const size_t y_bytes =
       stream
           ? HWY_MAX(bytes, HWY_MIN(size_t{64}, 2 * hn::Lanes(df) * sizeof(TY)))
@@ -464,23 +486,6 @@ HWY_INLINE void StoreEnd(DF df, hn::Vec<DF> e0, hn::Vec<DF> e1,
   StoreF<kQuiet>(df, e1, buf + N);
   std::memcpy(y + n - count, buf + 2 * N - count, count * sizeof(TY));
 }
-
-// Rows whose y sits at another offset of a line than x and the weights
-// (the peel aligns x's loads then) have split stores, and split streaming
-// stores cost more than cached ones. So where y (f32) is streamed, the
-// results are still computed at x's aligned positions, and each aligned
-// vector of y is made of two consecutive results by a two-source permute
-// (vpermt2ps): aligned loads, aligned non-temporal stores, the same values.
-// AVX-512 only (elsewhere kShiftedStream is false and nothing here runs).
-#undef SIMDNORM_SHIFTED_STREAM  // once per target (foreach_target.h)
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && HWY_MAX_BYTES == 64
-#define SIMDNORM_SHIFTED_STREAM 1
-#else
-#define SIMDNORM_SHIFTED_STREAM 0
-#endif
-template <typename TY>
-inline constexpr bool kShiftedStream =
-    SIMDNORM_SHIFTED_STREAM&& std::is_same_v<TY, float>;
 
 // Floats of y + i past a line where x + i is at a line's start and y + i
 // (f32) is not, with at least 3N elements left and the head (see

@@ -2,9 +2,9 @@
 // rows at every element offset from a 64-byte line (x and y alike, apart,
 // in place) and strides that move each row's offset, stored through the
 // cache or streamed (SIMDNORM_Y_STREAM), give the same bytes as the same
-// rows 64-byte aligned. The write loops peel a head to align their stores
-// and may read x and the weights shifted (norm_rows-inl.h, PeelHead,
-// ShiftedSource), and nothing else may change.
+// rows 64-byte aligned. The write loops peel a head to align their loads or
+// stores and may stream y shifted (norm_rows-inl.h, PeelHead,
+// StreamShifted), and nothing else may change.
 #include <cstddef>
 #include <vector>
 
@@ -22,11 +22,14 @@ SIMDNORM_ISA_FIXTURE(AlignmentTest);
 
 constexpr size_t kLine = 64;
 
+constexpr size_t kAtX = ~size_t{0};
+
 struct Layout {
   size_t x_off, y_off;  // bytes past a 64-byte line (multiples of 4)
   size_t extra;         // stride - cols, elements (moves each row's offset)
   bool in_place;
-  unsigned flags = 0;  // SIMDNORM_Y_STREAM: streamed
+  unsigned flags = 0;   // SIMDNORM_Y_STREAM: streamed
+  size_t w_off = kAtX;  // gamma's and beta's (kAtX: x_off)
 };
 
 // The rows of y (cols elements each) for one layout, as bytes.
@@ -38,8 +41,9 @@ std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
   const size_t pe = ElemSize(t.param), ye = ElemSize(t.y);
   Matrix x(t.x, rows, cols, stride, l.x_off / ElemSize(t.x));
   Matrix y(t.y, rows, cols, stride, l.y_off / ye);
-  Matrix gamma(t.param, 1, cols, 0, l.x_off / pe);
-  Matrix beta(t.param, 1, cols, 0, l.x_off / pe);
+  const size_t w_off = l.w_off == kAtX ? l.x_off : l.w_off;
+  Matrix gamma(t.param, 1, cols, 0, w_off / pe);
+  Matrix beta(t.param, 1, cols, 0, w_off / pe);
   x.Fill(values);
   gamma.Fill(std::vector<float>(gamma_beta.begin(), gamma_beta.begin() + cols));
   beta.Fill(std::vector<float>(gamma_beta.begin() + cols, gamma_beta.end()));
@@ -88,6 +92,8 @@ void SameBitsAtEveryAddress(simdnorm_kind kind) {
         layouts.push_back({16, 0, extra, false});
         layouts.push_back({0, 16, extra, false});
         layouts.push_back({4, 36, extra, false});
+        layouts.push_back({16, 0, extra, false, 0, 0});  // weights apart
+        layouts.push_back({48, 16, extra, false, 0, 0});
         if (t.x == t.y) {
           layouts.push_back({16, 16, extra, true});
           layouts.push_back({0, 0, extra, true});
@@ -103,7 +109,9 @@ void SameBitsAtEveryAddress(simdnorm_kind kind) {
               << KindName(kind) << " " << DTypeName(t.x) << "/"
               << DTypeName(t.y) << "/" << DTypeName(t.param) << " cols " << cols
               << " stride +" << extra << " x at +" << l.x_off << " y at +"
-              << l.y_off << (l.in_place ? " in place" : "")
+              << l.y_off << " weights at +"
+              << (l.w_off == kAtX ? l.x_off : l.w_off)
+              << (l.in_place ? " in place" : "")
               << (l.flags != 0 ? " streamed" : "");
         }
       }
