@@ -487,6 +487,7 @@ HWY_INLINE void StoreEnd(DF df, hn::Vec<DF> e0, hn::Vec<DF> e1,
   std::memcpy(y + n - count, buf + 2 * N - count, count * sizeof(TY));
 }
 
+#if SIMDNORM_SHIFTED_STREAM
 // Floats of y + i past a line where x + i is at a line's start and y + i
 // (f32) is not, with at least 3N elements left and the head (see
 // StreamShifted) at most 2N long; else 0 (the plain loops).
@@ -502,7 +503,6 @@ HWY_INLINE size_t ShiftedLag(DF df, const TX* x, const float* y, size_t i,
   return i + 3 * N <= n && i + N - lag <= 2 * N ? lag : 0;
 }
 
-#if SIMDNORM_SHIFTED_STREAM
 // Streams the results of kRows rows from x's aligned position i on, where
 // y + i is `lag` floats past a line: at(j, r) gives each row's 16 results
 // at j. Returns the end of what is stored: y's elements from i + 16 - lag
