@@ -15,7 +15,9 @@
 // (the add or quantize loop of bench/peers plus a plain simdnorm call on the
 // best ISA) or "memcpy". layernorm and rmsnorm names end in
 // /offset:<0|16>: the bytes past a 64-byte line where the buffers start
-// (16: as std::vector's rows); the others are aligned. bytes_per_second
+// (16: as std::vector's rows), or /offset:<x>:<y> with y elsewhere (hidden
+// size 896, one thread: x from a std::vector and y from torch, or the
+// reverse); the others are aligned. bytes_per_second
 // counts the bytes the implementation moves (peers.h: moved_bytes,
 // unfused_moved_bytes; _then_dot adds y read again); s_per_row is the time
 // per row. Before timing, the simdnorm and unfused runs are checked against
@@ -85,9 +87,13 @@ constexpr size_t kCols[] = {896, 1536, 2048, 3584, 4096, 8192};
 constexpr size_t kRows[] = {1, 16, 128, 1024, 8192};
 // max_threads: 1 = calling thread, 0 = all (TBB arena default).
 constexpr size_t kThreads[] = {1, 0};
-// Bytes past a 64-byte line where x, the weights and y start: torch's
-// aligned tensors, std::vector's rows.
-constexpr size_t kOffsets[] = {0, 16};
+// Bytes past a 64-byte line where x and the weights, and y start: torch's
+// aligned tensors, std::vector's rows, and the two mixed (hidden size 896,
+// one thread only).
+struct Offsets {
+  size_t x, y;
+};
+constexpr Offsets kOffsets[] = {{0, 0}, {16, 16}, {16, 0}, {0, 16}};
 
 // The fused variants (fused add, int8 output): two hidden sizes, decode, a
 // batch and a prefill, the uniform f32 and bf16 dtypes (for rmsnorm_i8 the
@@ -290,7 +296,8 @@ struct Entry {
 
 // Registers every implementation of one shape, in a row: the output reads as
 // a comparison, and the problem buffers are shared. With `offset_name` the
-// name ends in /offset:<x_offset>.
+// name ends in /offset:<x_offset>, or /offset:<x_offset>:<y_offset> when
+// they differ.
 void RegisterShape(const std::string& op, const char* dtype,
                    const ProblemShape& s, const std::vector<Entry>& impls,
                    bool offset_name = false) {
@@ -299,7 +306,10 @@ void RegisterShape(const std::string& op, const char* dtype,
         op + "/" + dtype + "/" + e.name + "/cols:" + std::to_string(s.cols) +
         "/rows:" + std::to_string(s.rows) +
         "/threads:" + (s.max_threads == 1 ? "1" : "all") +
-        (offset_name ? "/offset:" + std::to_string(s.x_offset) : "");
+        (offset_name ? "/offset:" + std::to_string(s.x_offset) : "") +
+        (offset_name && s.y_offset != s.x_offset
+             ? ":" + std::to_string(s.y_offset)
+             : "");
     benchmark::RegisterBenchmark(name.c_str(), BM_Normalize, s, e.impl, e.name)
         ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
@@ -349,9 +359,11 @@ void RegisterAll() {
       for (size_t cols : kCols) {
         for (size_t rows : kRows) {
           for (size_t threads : kThreads) {
-            for (size_t offset : kOffsets) {
+            for (const Offsets& o : kOffsets) {
+              if (o.x != o.y && (cols != 896 || threads != 1)) continue;
               ProblemShape s = Shape(k.kind, t, cols, rows, threads, k.beta);
-              s.x_offset = s.y_offset = offset;
+              s.x_offset = o.x;
+              s.y_offset = o.y;
               RegisterShape(k.name, t.name, s, impls, true);
             }
           }
