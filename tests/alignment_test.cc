@@ -72,16 +72,26 @@ std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
   return bytes;
 }
 
-void SameBitsAtEveryAddress(simdnorm_kind kind) {
+std::vector<DTypes> AllWithF16() {
   std::vector<DTypes> all = AllDTypes();
   for (const DTypes& t : F16DTypes()) all.push_back(t);
+  return all;
+}
+
+// gamma, then beta (cols each).
+std::vector<float> GammaBetaOf(size_t cols) {
+  std::vector<float> params = ParamData(true, cols);
+  params.resize(2 * cols);
+  for (size_t c = 0; c < cols; ++c) params[cols + c] = 0.01f * (c % 7);
+  return params;
+}
+
+void SameBitsAtEveryAddress(simdnorm_kind kind) {
   const size_t rows = 3;
   for (size_t cols : {5u, 33u, 100u, 897u, 1536u}) {
     const std::vector<float>& values = RowData(Family::kTypical, rows, cols);
-    std::vector<float> params = ParamData(true, cols);
-    params.resize(2 * cols);
-    for (size_t c = 0; c < cols; ++c) params[cols + c] = 0.01f * (c % 7);
-    for (const DTypes& t : all) {
+    const std::vector<float> params = GammaBetaOf(cols);
+    for (const DTypes& t : AllWithF16()) {
       for (size_t extra : {0u, 3u}) {
         const std::vector<unsigned char> want =
             Run(kind, t, rows, cols, {0, 0, extra, false}, values, params);
@@ -119,11 +129,44 @@ void SameBitsAtEveryAddress(simdnorm_kind kind) {
   }
 }
 
+// Streamed calls of 8 rows or more copy gamma and beta to x's offset where
+// they sit elsewhere (norm_rows-inl.h, WeightsAtX): the same bits too.
+void SameBitsWithWeightsApart(simdnorm_kind kind) {
+  const size_t rows = 9;
+  for (size_t cols : {100u, 897u}) {
+    const std::vector<float>& values = RowData(Family::kTypical, rows, cols);
+    const std::vector<float> params = GammaBetaOf(cols);
+    for (const DTypes& t : AllWithF16()) {
+      const std::vector<unsigned char> want =
+          Run(kind, t, rows, cols, {0, 0, 0, false}, values, params);
+      const Layout layouts[] = {{16, 16, 0, false, SIMDNORM_Y_STREAM, 0},
+                                {16, 0, 0, false, SIMDNORM_Y_STREAM, 0},
+                                {16, 0, 0, false, SIMDNORM_Y_STREAM, 4},
+                                {0, 0, 0, false, SIMDNORM_Y_STREAM, 16},
+                                {16, 16, 0, true, SIMDNORM_Y_STREAM, 0}};
+      for (const Layout& l : layouts) {
+        if (l.in_place && t.x != t.y) continue;
+        EXPECT_TRUE(want == Run(kind, t, rows, cols, l, values, params))
+            << KindName(kind) << " " << DTypeName(t.x) << "/" << DTypeName(t.y)
+            << "/" << DTypeName(t.param) << " cols " << cols << " x at +"
+            << l.x_off << " y at +" << l.y_off << " weights at +" << l.w_off
+            << (l.in_place ? " in place" : "") << " streamed";
+      }
+    }
+  }
+}
+
 TEST_P(AlignmentTest, LayerNormSameBitsAtEveryAddress) {
   SameBitsAtEveryAddress(SIMDNORM_LAYERNORM);
 }
 TEST_P(AlignmentTest, RMSNormSameBitsAtEveryAddress) {
   SameBitsAtEveryAddress(SIMDNORM_RMSNORM);
+}
+TEST_P(AlignmentTest, LayerNormSameBitsWithWeightsApart) {
+  SameBitsWithWeightsApart(SIMDNORM_LAYERNORM);
+}
+TEST_P(AlignmentTest, RMSNormSameBitsWithWeightsApart) {
+  SameBitsWithWeightsApart(SIMDNORM_RMSNORM);
 }
 
 }  // namespace
