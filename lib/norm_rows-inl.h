@@ -1054,34 +1054,6 @@ HWY_INLINE void ApplyOne(DF df, const internal::RowArgs& a,
   }
 }
 
-// Where a call's y is streamed, gamma and beta are copied once to x's
-// offset of a line if they sit elsewhere (the same values, so the same
-// bits): the write loops align x's loads (and y's stores, or shift y), and
-// the weights' loads would split, which beside non-temporal stores cost
-// LayerNorm f32 rows 16 bytes off with aligned weights 1.6x at 4096 rows
-// of 896 (Zen 5; nothing without streaming). Only where x and y share the
-// offset or y is shifted (kShiftedStream): elsewhere y is not streamed.
-// Returns the copies' storage (null: w unchanged).
-template <typename TX, typename TY, typename TP>
-std::unique_ptr<TP[]> WeightsAtX(const TX* x, const TY* y, size_t n,
-                                 Weights<TP>& w) {
-  const uintptr_t ox = reinterpret_cast<uintptr_t>(x) % 64;
-  const auto off = [ox](const void* p) {
-    return p ? reinterpret_cast<uintptr_t>(p) % 64 : ox;
-  };
-  if ((off(w.gamma) == ox && off(w.beta) == ox) || ox % sizeof(TP) != 0 ||
-      (off(y) != ox && !kShiftedStream<TY>)) {
-    return nullptr;
-  }
-  const size_t line = 64 / sizeof(TP), padded = (n + line - 1) / line * line;
-  std::unique_ptr<TP[]> buf(new TP[2 * padded + 2 * line]);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(buf.get());
-  TP* p = buf.get() + ((64 - at % 64) % 64 + ox) / sizeof(TP);
-  if (w.gamma) w.gamma = std::copy(w.gamma, w.gamma + n, p) - n;
-  if (w.beta) w.beta = std::copy(w.beta, w.beta + n, p + padded) - n;
-  return buf;
-}
-
 // Rows go two at a time: both rows' statistics, then both rows written in
 // one pass (ApplyRows2) unless one needs a special path. The second row's
 // reduction overlaps the first one's square root and division. Each row's
@@ -1095,18 +1067,12 @@ HWY_INLINE void NormRowPairs(const internal::RowArgs& a, size_t row_begin,
   constexpr bool kQuant = std::is_same_v<TY, int8_t>;
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
-  Weights<TP> w = WeightsOf<TP>(a);
+  const Weights<TP> w = WeightsOf<TP>(a);
   const TX* x_rows = static_cast<const TX*>(a.x);
   const TX* res_rows = static_cast<const TX*>(a.residual);
   TX* sum_rows = static_cast<TX*>(a.sum_out);
   // Non-temporal stores go where the write loops are aligned (PeelHead).
   const bool stream = a.stream_y;
-  std::unique_ptr<TP[]> moved;  // the weights at x's offset (WeightsAtX)
-  if (stream && row_end - row_begin >= 8) {
-    moved =
-        WeightsAtX(x_rows + row_begin * a.x_stride,
-                   static_cast<const TY*>(a.y) + row_begin * a.y_stride, n, w);
-  }
   // The statistics of row r; *h becomes the row to apply (x, or h = x +
   // residual made in scratch[slot] or in sum_out).
   const auto stats = [&](size_t r, size_t slot, const TX** h) {
@@ -2727,6 +2693,60 @@ HWY_NOINLINE void NormRowPairsInScratch(const internal::RowArgs& a,
 }
 
 template <int kKind, typename TX, typename TY, typename TP>
+void NormRowPairsAnyScratch(const internal::RowArgs& a, size_t row_begin,
+                            size_t row_end) {
+  if (a.residual != nullptr && a.sum_out == nullptr) {
+    NormRowPairsInScratch<kKind, TX, TY, TP>(a, row_begin, row_end);
+    return;
+  }
+  TX* const no_scratch[2] = {nullptr, nullptr};
+  NormRowPairs<kKind, TX, TY, TP>(a, row_begin, row_end, no_scratch);
+}
+
+// Where a call's y is streamed, gamma and beta are copied to x's offset of
+// a line if they sit elsewhere (the same values, so the same bits): the
+// write loops align x's loads (and y's stores, or shift y), and the
+// weights' loads would split, which beside non-temporal stores cost
+// LayerNorm f32 rows 16 bytes off with aligned weights 1.6x at 4096 rows
+// of 896 (Zen 5; nothing without streaming). For ranges of 8 rows or more
+// whose weights fit kMovedWeightsBytes (on the stack: calls allocate
+// nothing), and only where x and y share the offset or y is shifted
+// (kShiftedStream): elsewhere y is not streamed.
+inline constexpr size_t kMovedWeightsBytes = 64 * 1024;
+
+template <typename TX, typename TY, typename TP>
+bool WeightsApart(const internal::RowArgs& a, size_t row_begin,
+                  size_t row_end) {
+  const auto off = [](const void* p) {
+    return reinterpret_cast<uintptr_t>(p) % 64;
+  };
+  const size_t ox = off(static_cast<const TX*>(a.x) + row_begin * a.x_stride);
+  const size_t oy = off(static_cast<const TY*>(a.y) + row_begin * a.y_stride);
+  const bool apart =
+      (a.gamma && off(a.gamma) != ox) || (a.beta && off(a.beta) != ox);
+  return apart && a.stream_y && row_end - row_begin >= 8 &&
+         ox % sizeof(TP) == 0 &&
+         (oy == ox || kShiftedStream<TY>)&&2 *
+                 ((a.cols * sizeof(TP) + 63) / 64 * 64) <=
+             kMovedWeightsBytes;
+}
+
+template <int kKind, typename TX, typename TY, typename TP>
+HWY_NOINLINE void NormRowPairsWeightsAtX(const internal::RowArgs& a,
+                                         size_t row_begin, size_t row_end) {
+  HWY_ALIGN unsigned char room[kMovedWeightsBytes + 64];
+  const size_t ox = reinterpret_cast<uintptr_t>(static_cast<const TX*>(a.x) +
+                                                row_begin * a.x_stride) %
+                    64;
+  const size_t bytes = a.cols * sizeof(TP);
+  const size_t padded = (bytes + 63) / 64 * 64;
+  internal::RowArgs b = a;
+  if (a.gamma) b.gamma = std::memcpy(room + ox, a.gamma, bytes);
+  if (a.beta) b.beta = std::memcpy(room + padded + ox, a.beta, bytes);
+  NormRowPairsAnyScratch<kKind, TX, TY, TP>(b, row_begin, row_end);
+}
+
+template <int kKind, typename TX, typename TY, typename TP>
 void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
   if constexpr (kRounds16<TY> || std::is_same_v<TY, int8_t>) {
     if (a.correct_rounding) {
@@ -2734,12 +2754,11 @@ void NormRows(const internal::RowArgs& a, size_t row_begin, size_t row_end) {
       return;
     }
   }
-  if (a.residual != nullptr && a.sum_out == nullptr) {
-    NormRowPairsInScratch<kKind, TX, TY, TP>(a, row_begin, row_end);
+  if (WeightsApart<TX, TY, TP>(a, row_begin, row_end)) {
+    NormRowPairsWeightsAtX<kKind, TX, TY, TP>(a, row_begin, row_end);
     return;
   }
-  TX* const no_scratch[2] = {nullptr, nullptr};
-  NormRowPairs<kKind, TX, TY, TP>(a, row_begin, row_end, no_scratch);
+  NormRowPairsAnyScratch<kKind, TX, TY, TP>(a, row_begin, row_end);
 }
 
 // The table of one kind for this target, [x_type][y_type][param_type]

@@ -167,6 +167,35 @@ TEST_F(AllocTest, ManyRowsOneThreadAllocatesNothing) {
       << "C++ API";
 }
 
+// Streamed calls copy weights that sit at another offset than x on the
+// stack (norm_rows-inl.h, WeightsApart): rows 16 bytes off with aligned
+// weights, y with x and apart.
+TEST_F(AllocTest, StreamedRowsWithWeightsApartAllocateNothing) {
+  for (const DTypes& t : AllDTypes()) {
+    Buffers b(t, 64, 896);
+    Matrix x(t.x, 64, 896, 896, 16 / ElemSize(t.x));
+    x.Fill(MakeRows(Family::kTypical, 64, 896, 7));
+    for (size_t y_off : {16u, 0u}) {
+      Matrix y(t.y, 64, 896, 896, y_off / ElemSize(t.y));
+      for (simdnorm_kind kind : AllKinds()) {
+        simdnorm_desc d = Desc(kind, t, b, 3, 1, false);
+        d.x = x.data();
+        d.y = y.data();
+        d.flags = SIMDNORM_Y_STREAM;
+        EXPECT_EQ(AllocationsOf(10,
+                                [&] {
+                                  if (simdnorm_normalize(&d) != SIMDNORM_OK)
+                                    std::abort();
+                                }),
+                  0u)
+            << KindName(kind) << " x=" << DTypeName(t.x)
+            << " y=" << DTypeName(t.y) << " param=" << DTypeName(t.param)
+            << " y at +" << y_off;
+      }
+    }
+  }
+}
+
 // Calls that fail validation allocate nothing either.
 TEST_F(AllocTest, FailedValidationAllocatesNothing) {
   const DTypes t{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32};
