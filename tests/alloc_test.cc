@@ -70,6 +70,13 @@ size_t AllocationsOf(size_t calls, F f) {
   return simdnorm_alloc_count();
 }
 
+// The allocations of 10 calls of d, each of which must succeed.
+size_t AllocationsOfCalls(const simdnorm_desc& d) {
+  return AllocationsOf(10, [&] {
+    if (simdnorm_normalize(&d) != SIMDNORM_OK) std::abort();
+  });
+}
+
 class AllocTest : public ::testing::Test {
  protected:
   void TearDown() override { EXPECT_EQ(simdnorm_set_isa("auto"), SIMDNORM_OK); }
@@ -138,12 +145,7 @@ TEST_F(AllocTest, ManyRowsOneThreadAllocatesNothing) {
     Buffers b(t, 256, 896);
     for (simdnorm_kind kind : AllKinds()) {
       const simdnorm_desc d = Desc(kind, t, b, 3, 1, false);
-      EXPECT_EQ(AllocationsOf(10,
-                              [&] {
-                                if (simdnorm_normalize(&d) != SIMDNORM_OK)
-                                  std::abort();
-                              }),
-                0u)
+      EXPECT_EQ(AllocationsOfCalls(d), 0u)
           << KindName(kind) << " x=" << DTypeName(t.x)
           << " y=" << DTypeName(t.y) << " param=" << DTypeName(t.param);
     }
@@ -182,12 +184,7 @@ TEST_F(AllocTest, StreamedRowsWithWeightsApartAllocateNothing) {
         d.x = x.data();
         d.y = y.data();
         d.flags = SIMDNORM_Y_STREAM;
-        EXPECT_EQ(AllocationsOf(10,
-                                [&] {
-                                  if (simdnorm_normalize(&d) != SIMDNORM_OK)
-                                    std::abort();
-                                }),
-                  0u)
+        EXPECT_EQ(AllocationsOfCalls(d), 0u)
             << KindName(kind) << " x=" << DTypeName(t.x)
             << " y=" << DTypeName(t.y) << " param=" << DTypeName(t.param)
             << " y at +" << y_off;
