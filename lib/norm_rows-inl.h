@@ -392,8 +392,9 @@ HWY_INLINE size_t HeadToAlign(size_t bytes, const T* p) {
 // results are computed at x's aligned positions, and each aligned vector
 // of y is made of two consecutive results by a two-source permute
 // (vpermt2ps): aligned loads of x, aligned non-temporal stores, the same
-// values; the weights, in L1, are loaded as they are. AVX-512 only
-// (elsewhere kShiftedStream is false and nothing here runs).
+// values; the weights are loaded where they are (copied to x's offset
+// first for most calls: WeightsApart). AVX-512 only (elsewhere
+// kShiftedStream is false and nothing here runs).
 #undef SIMDNORM_SHIFTED_STREAM  // once per target (foreach_target.h)
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3 && HWY_MAX_BYTES == 64
 #define SIMDNORM_SHIFTED_STREAM 1
