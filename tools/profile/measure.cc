@@ -1,3 +1,8 @@
+// The measurements: each problem's implementations on the same buffers,
+// checked once against the reference, then timed in interleaved batches.
+// --op: GroupNorm, BatchNorm and the backward passes per ISA on the shapes
+// of realistic models (families.h), beside memcpy of the call's bytes;
+// their outputs are not checked here: simdnorm-accuracy --op does that.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -6,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "family_problem.h"
 #include "peers.h"
 #include "problem.h"
 #include "profile.h"
@@ -16,6 +22,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using simdnorm_peers::dtype_size;
 using simdnorm_peers::load_float;
+using simdnorm_peers::shape_name;
 
 double TimeNs(const std::function<void(size_t)>& run, size_t calls) {
   const auto t0 = Clock::now();
@@ -177,10 +184,39 @@ void Tolerances(const simdnorm_desc& d, double* tol, double* scale_tol) {
   }
 }
 
-}  // namespace
+// One implementation to time: `calls` calls back to back.
+struct Runner {
+  ImplResult result;
+  std::function<void(size_t)> run;
+  size_t calls_per_batch = 1;
+  std::vector<double> samples;  // ns per call, one per batch
+};
 
+ImplResult& AddRunner(std::vector<Runner>* runners, const std::string& name,
+                      ImplType type, size_t bytes,
+                      std::function<void(size_t)> run) {
+  Runner& r = runners->emplace_back();
+  r.result.name = name;
+  r.result.type = type;
+  r.result.bytes = bytes;
+  r.run = std::move(run);
+  return r.result;
+}
+
+// `calls` calls of call() back to back, the ISA `isa` forced first (unless
+// empty).
+template <class Call>
+std::function<void(size_t)> Calls(Call call, const std::string& isa = "") {
+  return [call, isa](size_t calls) {
+    if (!isa.empty()) simdnorm_set_isa(isa.c_str());
+    for (size_t i = 0; i < calls; ++i) call();
+  };
+}
+
+// Calibrates each runner without an error to batches of o.batch_ms, then
+// times o.reps rounds of interleaved batches; sets median_ns and min_ns.
 void TimeRunners(std::vector<Runner>* runners, const Options& s, size_t threads,
-                 const std::function<void(const std::string&)>& progress) {
+                 const Progress& progress) {
   // Calibrate, then interleave the batches so drift hits all alike.
   const double batch_ns = s.batch_ms * 1e6;
   for (Runner& r : *runners) {
@@ -214,9 +250,10 @@ void TimeRunners(std::vector<Runner>* runners, const Options& s, size_t threads,
   }
 }
 
-ConfigResult MeasureConfig(
-    const Config& c, const Options& s,
-    const std::function<void(const std::string&)>& progress) {
+}  // namespace
+
+ConfigResult MeasureConfig(const Config& c, const Options& s,
+                           const Progress& progress) {
   simdnorm_peers::ProblemShape shape;
   shape.kind = c.kind;
   shape.rows = c.rows;
@@ -252,33 +289,22 @@ ConfigResult MeasureConfig(
   std::vector<Runner> runners;
   auto add = [&](const std::string& name, ImplType type,
                  std::function<void(size_t)> run) -> ImplResult& {
-    Runner& r = runners.emplace_back();
-    r.result.name = name;
-    r.result.type = type;
-    r.result.bytes = out.moved_bytes;
-    r.run = std::move(run);
-    return r.result;
+    return AddRunner(&runners, name, type, out.moved_bytes, std::move(run));
   };
   for (const std::string& isa : s.isas) {
-    add(isa, ImplType::kSimdnorm, [d, isa](size_t calls) {
-      simdnorm_set_isa(isa.c_str());
-      for (size_t i = 0; i < calls; ++i) simdnorm_normalize(&d);
-    });
+    add(isa, ImplType::kSimdnorm, Calls([d] { simdnorm_normalize(&d); }, isa));
   }
   std::shared_ptr<simdnorm_peers::OneDnnLayerNorm> onednn;
   if (s.peers) {
     void* src = p.x();
     void* dst = p.y();
-    add("memcpy", ImplType::kMemcpy, [d, src, dst](size_t calls) {
-      for (size_t i = 0; i < calls; ++i)
-        simdnorm_peers::copy_bytes(d, src, dst);
-    });
+    add("memcpy", ImplType::kMemcpy,
+        Calls([d, src, dst] { simdnorm_peers::copy_bytes(d, src, dst); }));
     // The hand-written loop and oneDNN (2.x: LayerNorm only) compute the
     // plain call only.
     if (c.variant.plain()) {
-      add("loop", ImplType::kLoop, [d](size_t calls) {
-        for (size_t i = 0; i < calls; ++i) simdnorm_peers::naive_normalize(d);
-      });
+      add("loop", ImplType::kLoop,
+          Calls([d] { simdnorm_peers::naive_normalize(d); }));
     }
     if (c.kind == SIMDNORM_LAYERNORM && c.variant.plain() &&
         simdnorm_peers::onednn_built()) {
@@ -297,13 +323,10 @@ ConfigResult MeasureConfig(
     // The fused variants against the same work in separate passes.
     if ((c.variant.fused_add || c.variant.int8) && !s.isas.empty()) {
       float* scratch = p.scratch();
-      const std::string isa = s.isas.front();
-      add("unfused", ImplType::kUnfused, [d, scratch, isa](size_t calls) {
-        simdnorm_set_isa(isa.c_str());
-        for (size_t i = 0; i < calls; ++i) {
-          simdnorm_peers::unfused_normalize(d, scratch);
-        }
-      }).bytes = simdnorm_peers::unfused_moved_bytes(d);
+      add("unfused", ImplType::kUnfused,
+          Calls([d, scratch] { simdnorm_peers::unfused_normalize(d, scratch); },
+                s.isas.front()))
+          .bytes = simdnorm_peers::unfused_moved_bytes(d);
     }
   }
 
@@ -360,6 +383,55 @@ ConfigResult MeasureConfig(
   TimeRunners(&runners, s, c.threads, progress);
   for (Runner& r : runners) out.impls.push_back(std::move(r.result));
   return out;
+}
+
+std::vector<FamilyResult> MeasureFamilies(const Options& o,
+                                          const Progress& progress) {
+  std::vector<FamilyResult> results;
+  for (const simdnorm_peers::FamilyOp& op : o.ops) {
+    for (const simdnorm_peers::FamilyShape& s :
+         simdnorm_peers::profile_shapes(op)) {
+      // N(0,1) data: timing does not depend on the values.
+      std::vector<float> x(s.elems()), dy(s.elems());
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = static_cast<float>(static_cast<int>(i * 37 % 101) - 50) / 29;
+        dy[i] = static_cast<float>(static_cast<int>(i * 53 % 97) - 48) / 31;
+      }
+      for (const Dtypes& dt : o.dtypes) {
+        for (size_t threads : o.threads) {
+          auto p = std::make_shared<simdnorm_peers::FamilyProblem>(
+              op, s, dt.x, dt.y, dt.param, x, dy);
+          auto out = std::make_shared<simdnorm_peers::FamilyOutput>();
+          FamilyResult& r = results.emplace_back();
+          r = {op.name, shape_name(op, s), dt, threads, p->moved_bytes(), {}};
+          progress(op.name + " " + r.shape);
+          auto call = [p, out, dt, threads] {
+            return p->run(out.get(), dt.y, threads, false);
+          };
+          std::vector<Runner> runners;
+          for (const std::string& isa : o.isas) {
+            ImplResult& res = AddRunner(&runners, isa, ImplType::kSimdnorm,
+                                        r.bytes, Calls(call, isa));
+            simdnorm_set_isa(isa.c_str());
+            if (const simdnorm_status st = call(); st != SIMDNORM_OK) {
+              res.error = simdnorm_status_string(st);
+            }
+          }
+          if (o.peers) {  // half the bytes read, half written
+            const size_t half = r.bytes / 2;
+            auto buf = std::make_shared<std::vector<char>>(2 * half, 1);
+            AddRunner(&runners, "memcpy", ImplType::kMemcpy, r.bytes,
+                      Calls([buf, half] {
+                        std::memcpy(buf->data() + half, buf->data(), half);
+                      }));
+          }
+          TimeRunners(&runners, o, threads, [](const std::string&) {});
+          for (Runner& run : runners) r.impls.push_back(run.result);
+        }
+      }
+    }
+  }
+  return results;
 }
 
 }  // namespace simdnorm_profile

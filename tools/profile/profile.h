@@ -110,24 +110,14 @@ struct ConfigResult {
   std::vector<ImplResult> impls;
 };
 
+// Gets text for stderr ("AVX3 calibrating", ...).
+using Progress = std::function<void(const std::string&)>;
+
 // Every implementation on c: the ISAs of o.isas (forced with
 // simdnorm_set_isa, in order; the unfused peer runs on the first) and the
-// peers. `progress` gets text for stderr ("AVX3 calibrating", ...).
-ConfigResult MeasureConfig(
-    const Config& c, const Options& o,
-    const std::function<void(const std::string&)>& progress);
-
-// One implementation to time: `calls` calls back to back.
-struct Runner {
-  ImplResult result;
-  std::function<void(size_t)> run;
-  size_t calls_per_batch = 1;
-  std::vector<double> samples;  // ns per call, one per batch
-};
-// Calibrates each runner without an error to batches of o.batch_ms, then
-// times o.reps rounds of interleaved batches; sets median_ns and min_ns.
-void TimeRunners(std::vector<Runner>* runners, const Options& o, size_t threads,
-                 const std::function<void(const std::string&)>& progress);
+// peers.
+ConfigResult MeasureConfig(const Config& c, const Options& o,
+                           const Progress& progress);
 
 // --op: one op on one shape, dtype and thread count; impls are the ISAs,
 // then memcpy of the same bytes.
@@ -138,8 +128,8 @@ struct FamilyResult {
   size_t bytes = 0;  // x (and dy) read, y (or dx) written
   std::vector<ImplResult> impls;
 };
-std::vector<FamilyResult> MeasureFamilies(
-    const Options& o, const std::function<void(const std::string&)>& progress);
+std::vector<FamilyResult> MeasureFamilies(const Options& o,
+                                          const Progress& progress);
 void WriteFamilies(std::FILE* f, const std::vector<FamilyResult>& results);
 void WriteFamiliesJson(std::FILE* f, const std::vector<FamilyResult>& results);
 

@@ -516,6 +516,54 @@ std::string MarkdownSummary(const Meta& m,
   return out;
 }
 
+void WriteFamilies(std::FILE* f, const std::vector<FamilyResult>& results) {
+  fmt::print(f,
+             "us per call (lower is better), median of the batches; GB/s = "
+             "(x [+ dy] read + y or dx written) / time of the first ISA; of "
+             "memcpy = memcpy time of the same bytes / its time.\n\n"
+             "{:<28} {:<22} {:<5} {:>7}",
+             "op", "shape", "dtype", "threads");
+  for (const ImplResult& i :
+       results.empty() ? std::vector<ImplResult>() : results[0].impls) {
+    fmt::print(f, " {:>9}", i.name);
+  }
+  fmt::print(f, " {:>7} {:>9}\n", "GB/s", "of memcpy");
+  for (const FamilyResult& r : results) {
+    fmt::print(f, "{:<28} {:<22} {:<5} {:>7}", r.op, r.shape,
+               DtypesName(r.dtypes), ThreadsName(r.threads));
+    double first = 0, copy = 0;
+    for (const ImplResult& i : r.impls) {
+      fmt::print(f, " {:>9}",
+                 i.error.empty() ? fmt::format("{:.1f}", i.median_ns / 1e3)
+                                 : "failed");
+      if (i.type == ImplType::kMemcpy) copy = i.median_ns;
+      if (first == 0 && i.type == ImplType::kSimdnorm) first = i.median_ns;
+    }
+    fmt::print(f, " {:>7.1f} {:>9}\n", first ? r.bytes / first : 0.0,
+               first && copy ? fmt::format("{:.2f}", copy / first) : "-");
+  }
+}
+
+void WriteFamiliesJson(std::FILE* f, const std::vector<FamilyResult>& results) {
+  Json j = Json::array();
+  for (const FamilyResult& r : results) {
+    Json impls = Json::array();
+    for (const ImplResult& i : r.impls) {
+      impls.push_back({{"name", i.name},
+                       {"error", i.error},
+                       {"median_ns", i.median_ns},
+                       {"min_ns", i.min_ns}});
+    }
+    j.push_back({{"op", r.op},
+                 {"shape", r.shape},
+                 {"dtypes", DtypesName(r.dtypes)},
+                 {"threads", r.threads},
+                 {"bytes", r.bytes},
+                 {"impls", impls}});
+  }
+  fmt::print(f, "{}\n", j.dump(1));
+}
+
 bool UpdateDoc(const std::string& path, const std::string* text) {
   std::ifstream in(path);
   if (!in) {
