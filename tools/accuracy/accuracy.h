@@ -44,74 +44,6 @@ std::string dtypes_label(const Dtypes& d);  // "x/y/w", e.g. "bf16/f32/f32"
 // The shortest decimal that reads back as the same float ("1e-05").
 std::string shortest_float(float v);
 
-// A float64 value rounded ONCE to t (BF16 or F16), to nearest-even, with
-// the format's own subnormals and overflow to infinity; NaN to the
-// (positive) quiet NaN.
-inline uint16_t half_round_once(simdnorm_dtype t, double d) {
-  return simdnorm_test::RoundToHalf(simdnorm_test::HalfOf(t), d, false);
-}
-// v rounded once to t (F32, BF16 or F16), as a double.
-double round_to(simdnorm_dtype t, double v);
-using simdnorm_test::HalfOrdered;  // a 16-bit float's place: ulps apart
-
-// Values of one dtype (F32, BF16 or F16): f holds them widened to float,
-// bits the stored 16-bit values of the half types.
-struct Operand {
-  simdnorm_dtype type = SIMDNORM_F32;
-  std::vector<float> f;
-  std::vector<uint16_t> bits;
-  const void* data() const {
-    return Is16(type) ? static_cast<const void*>(bits.data()) : f.data();
-  }
-};
-// v rounded to t (first to bf16 when bf16q: the quantized copies).
-Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q);
-// h = a + b computed exactly and rounded once to a.type (through double:
-// double rounding is innocuous for sums of floats of at most 24 bits).
-Operand rounded_sum(const Operand& a, const Operand& b);
-
-// Weights after quantization to their dtype. Gemma's are drawn around 0
-// (gamma - 1 of the plain ones), and scale = fl32(gamma_offset + gamma).
-struct Weights {
-  Operand gamma, beta;
-  std::vector<float> scale;  // what multiplies xhat: the metrics' gamma
-};
-Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
-                         float gamma_offset);
-
-// Hugging Face's order: truth[i] = round_x(xhat[i]) * scale + beta, exact
-// products in float64. Where x is bf16 or f16 and the fp32 bound around
-// xhat (32 * 2^-23 * max(1, |xhat|)) contains a rounding boundary of x,
-// [lo, hi] is the interval of admissible results, else lo = hi = NaN.
-// For f32 x no interval (lo, hi left empty).
-void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
-                    const float* scale, const float* beta, size_t rows,
-                    size_t cols, double* truth, std::vector<double>* lo,
-                    std::vector<double>* hi);
-// Whether element i has an interval [lo[i], hi[i]] of admissible truths.
-inline bool has_interval(const double* lo, size_t i) {
-  return lo != nullptr && !std::isnan(lo[i]);
-}
-
-// The float64 truth of an int8 output: per group (rows x groups, row-major)
-// the scale and its admissible interval, per element q64 and its interval.
-struct I8Truth {
-  size_t group = 0, groups_per_row = 0;
-  std::vector<double> scale, scale_lo, scale_hi;  // NaN: group excluded
-  std::vector<int16_t> q, q_lo, q_hi;
-  size_t group_of(size_t i, size_t cols) const {
-    return (i / cols) * groups_per_row + (i % cols) / group;
-  }
-};
-// Quantizes the truth as the contract says (interval bounds lo/hi may be
-// null; where given and not NaN, they widen the admissible q and scales).
-I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
-                       size_t rows, size_t cols, size_t group);
-
-// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
-size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
-                         size_t n);
-
 // Input families: seeded, reproducible rows that stress the statistics
 // (large offsets, heavy tails, extreme magnitudes) plus the weights, and
 // raw rows read from a user's file.
@@ -172,37 +104,6 @@ void make_weights(size_t cols, uint64_t seed, std::vector<float>* gamma,
 bool read_rows(const std::string& path, simdnorm_dtype type, size_t cols,
                std::vector<float>* out, std::string* error);
 
-// Textbook normalization shortcuts, measured beside the library to show why
-// its design matters. They live here, in the tool, never in the library.
-
-enum class Shortcut {
-  // Centered kinds (LayerNorm): mean and E[x^2] - mean^2 from one pass of
-  // plain fp32 sums. The others (RMSNorm): the fp32 sum of x^2, their only
-  // pass.
-  kOnePassF32,
-  // Centered kinds only: fp32 mean, then fp32 sum of (x - mean)^2.
-  kTwoPassF32,
-  // Exact (float64) statistics, but eps added outside the square root:
-  // (x - mean) / (sqrt(var) + eps), x / (sqrt(mean(x^2)) + eps).
-  kEpsOutside,
-  // bf16 output by truncating the library's fp32 output (bits >> 16)
-  // instead of rounding the truth once.
-  kTruncBf16,
-};
-constexpr Shortcut kShortcuts[] = {Shortcut::kOnePassF32, Shortcut::kTwoPassF32,
-                                   Shortcut::kEpsOutside, Shortcut::kTruncBf16};
-
-const char* shortcut_name(Shortcut s);
-
-// Whether the shortcut is a distinct method for this kind and output dtype.
-bool shortcut_applies(Shortcut s, simdnorm_kind kind, simdnorm_dtype y);
-
-// fp32 shortcuts (all but kTruncBf16): rows x cols dense, gamma required,
-// beta may be null.
-void run_shortcut(Shortcut s, simdnorm_kind kind, const float* x, size_t rows,
-                  size_t cols, const float* gamma, const float* beta, float eps,
-                  float* y);
-
 // Error metrics.
 //
 // fp32 output, "scaled ulps": |got - want| / (2^-23 * (|gamma| * max(1,
@@ -225,19 +126,6 @@ void run_shortcut(Shortcut s, simdnorm_kind kind, const float* x, size_t rows,
 // rounding boundary of x_type, either rounding is right. The truth is then
 // an interval [lo, hi] of admissible values, and the error is the distance
 // to it (exact still means equal to the once-rounded primary truth).
-
-// The float64 truth of one call (rows x cols) and what the errors are
-// measured against.
-struct Truth {
-  size_t rows = 0, cols = 0;
-  const double* want = nullptr;  // y64
-  const double* xhat = nullptr;  // y64's normalized value before gamma/beta
-  const float* x = nullptr;      // the values normalized (h: fused add)
-  const float* gamma = nullptr;  // the scale applied (Gemma: fl32(1 + w))
-  const float* beta = nullptr;   // null: none
-  const double* lo = nullptr;    // intervals of admissible truths, or null
-  const double* hi = nullptr;
-};
 
 // The element with the largest error (the first one on ties).
 struct Worst {
@@ -285,52 +173,6 @@ struct Stats {
   double exact_share() const {
     return count ? static_cast<double>(exact) / static_cast<double>(count)
                  : 1.0;
-  }
-};
-
-// Collects the errors of one report row, over several calls (hidden sizes).
-class Accumulator {
- public:
-  void add_f32(const float* got, const Truth& t);
-  // bf16 or f16 output (y) against want = half_round_once(y, truth).
-  void add_half(simdnorm_dtype y, const uint16_t* got, const uint16_t* want,
-                const Truth& t);
-  // int8 output: q and scales against the quantized truth.
-  void add_i8(const int8_t* q, const float* scales, const I8Truth& i8,
-              const Truth& t);
-  // Fused add: n elements of sum_out (x_type) against h, rows of cols.
-  void add_sum_out(simdnorm_dtype x_type, const void* got, const void* want,
-                   size_t n, size_t cols);
-  void add_inplace_mismatches(uint64_t n) {
-    s_.fused = true;
-    s_.inplace_mismatch += n;
-  }
-  // The statistics so far; clears the accumulator.
-  Stats finish();
-
- private:
-  template <bool kF16>
-  void add_half_t(const uint16_t* got, const uint16_t* want, const Truth& t);
-  // One call's counters, kept in locals by the hot loops.
-  struct Tally {
-    uint64_t count = 0, exact = 0, excluded = 0, over = 0, zeros = 0;
-    double sum = 0, max;
-  };
-  Tally start() const { return Tally{0, 0, 0, 0, 0, 0, s_.max}; }
-  // The error of an element whose truth is finite.
-  void add_error(Tally* t, double err);
-  void merge(const Tally& t);
-  std::vector<float> errs_;  // the non-zero errors
-  std::vector<uint32_t> hist_ = std::vector<uint32_t>(4096);  // of errs_
-  uint64_t zeros_ = 0;  // and how many were zero
-  std::vector<double> row_err_;
-  double sum_ = 0;
-  Stats s_ = initial();
-  static Stats initial() {
-    Stats s;
-    s.max = -1;  // below any error: the first element becomes the worst
-    s.max_scale_rel = -1;
-    return s;
   }
 };
 

@@ -1,9 +1,14 @@
+// The measurement: the operands of a call with what the variants make of
+// the truth, the textbook shortcuts, the error metrics and the loop that
+// runs every plan against the float64 reference.
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -60,6 +65,582 @@ std::string row_name(const std::string& isa, simdnorm_kind kind,
 }
 
 namespace {
+
+using simdnorm_test::HalfOrdered;  // a 16-bit float's place: ulps apart
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A float64 value rounded ONCE to t (BF16 or F16), to nearest-even, with
+// the format's own subnormals and overflow to infinity; NaN to the
+// (positive) quiet NaN.
+uint16_t half_round_once(simdnorm_dtype t, double d) {
+  return simdnorm_test::RoundToHalf(simdnorm_test::HalfOf(t), d, false);
+}
+
+// v rounded once to t (F32, BF16 or F16), as a double.
+double round_to(simdnorm_dtype t, double v) {
+  if (t == SIMDNORM_F32) return static_cast<float>(v);
+  return half_to_float(t, half_round_once(t, v));
+}
+
+// Values of one dtype (F32, BF16 or F16): f holds them widened to float,
+// bits the stored 16-bit values of the half types.
+struct Operand {
+  simdnorm_dtype type = SIMDNORM_F32;
+  std::vector<float> f;
+  std::vector<uint16_t> bits;
+  const void* data() const {
+    return Is16(type) ? static_cast<const void*>(bits.data()) : f.data();
+  }
+};
+
+// The values value(i), i < n, rounded once to t.
+template <class F>
+Operand rounded(simdnorm_dtype t, size_t n, F value) {
+  Operand o;
+  o.type = t;
+  o.f.resize(n);
+  if (Is16(t)) o.bits.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const double v = value(i);
+    if (Is16(t)) {
+      o.bits[i] = half_round_once(t, v);
+      o.f[i] = half_to_float(t, o.bits[i]);
+    } else {
+      o.f[i] = static_cast<float>(v);
+    }
+  }
+  return o;
+}
+
+// v rounded to t (first to bf16 when bf16q: the quantized copies).
+Operand quantize(const std::vector<float>& v, simdnorm_dtype t, bool bf16q) {
+  if (t == SIMDNORM_F32 && !bf16q) return Operand{t, v, {}};
+  return rounded(t, v.size(), [&](size_t i) {
+    return bf16q ? simdnorm::bf16::from_float(v[i]).to_float() : v[i];
+  });
+}
+
+// h = a + b computed exactly and rounded once to a.type (through double:
+// double rounding is innocuous for sums of floats of at most 24 bits).
+Operand rounded_sum(const Operand& a, const Operand& b) {
+  return rounded(a.type, a.f.size(), [&](size_t i) {
+    return static_cast<double>(a.f[i]) + static_cast<double>(b.f[i]);
+  });
+}
+
+// Weights after quantization to their dtype. Gemma's are drawn around 0
+// (gamma - 1 of the plain ones), and scale = fl32(gamma_offset + gamma).
+struct Weights {
+  Operand gamma, beta;
+  std::vector<float> scale;  // what multiplies xhat: the metrics' gamma
+};
+
+Weights make_weights_for(simdnorm_dtype w, size_t cols, uint64_t seed,
+                         float gamma_offset) {
+  std::vector<float> g, b;
+  make_weights(cols, seed, &g, &b);
+  // Gemma stores w with the model computing (1 + w): weights around 0.
+  if (gamma_offset != 0) {
+    for (float& e : g) e -= 1.0f;
+  }
+  Weights wt{quantize(g, w, false), quantize(b, w, false), {}};
+  wt.scale = wt.gamma.f;
+  // The fp32 sum, rounded once (as the library and the reference do).
+  if (gamma_offset != 0) {
+    for (float& e : wt.scale) e = gamma_offset + e;
+  }
+  return wt;
+}
+
+// Hugging Face's order: truth[i] = round_x(xhat[i]) * scale + beta, exact
+// products in float64. Where x is bf16 or f16 and the fp32 bound around
+// xhat (32 * 2^-23 * max(1, |xhat|)) contains a rounding boundary of x,
+// [lo, hi] is the interval of admissible results, else lo = hi = NaN.
+// For f32 x no interval (lo, hi left empty).
+void hf_round_truth(simdnorm_dtype x_type, const double* xhat,
+                    const float* scale, const float* beta, size_t rows,
+                    size_t cols, double* truth, std::vector<double>* lo,
+                    std::vector<double>* hi) {
+  const size_t n = rows * cols;
+  const bool interval = x_type != SIMDNORM_F32;
+  lo->assign(interval ? n : 0, kNaN);
+  hi->assign(interval ? n : 0, kNaN);
+  for (size_t i = 0; i < n; ++i) {
+    const double g = scale[i % cols], b = beta ? beta[i % cols] : 0.0;
+    // No rounding for f32 x (xhat is not rounded to fp32 first).
+    truth[i] = (interval ? round_to(x_type, xhat[i]) : xhat[i]) * g + b;
+    if (!interval || !std::isfinite(xhat[i])) continue;
+    const double bound = simdnorm_test::F32Bound(xhat[i], 1.0, 0.0);
+    const double a = round_to(x_type, xhat[i] - bound);
+    const double z = round_to(x_type, xhat[i] + bound);
+    if (a == z) continue;
+    (*lo)[i] = std::min(a * g + b, z * g + b);
+    (*hi)[i] = std::max(a * g + b, z * g + b);
+  }
+}
+
+// Whether element i has an interval [lo[i], hi[i]] of admissible truths.
+bool has_interval(const double* lo, size_t i) {
+  return lo != nullptr && !std::isnan(lo[i]);
+}
+
+// The float64 truth of an int8 output: per group (rows x groups, row-major)
+// the scale and its admissible interval, per element q64 and its interval.
+struct I8Truth {
+  size_t group = 0, groups_per_row = 0;
+  std::vector<double> scale, scale_lo, scale_hi;  // NaN: group excluded
+  std::vector<int16_t> q, q_lo, q_hi;
+  size_t group_of(size_t i, size_t cols) const {
+    return (i / cols) * groups_per_row + (i % cols) / group;
+  }
+};
+
+// Quantizes the truth as the contract says (interval bounds lo/hi may be
+// null; where given and not NaN, they widen the admissible q and scales).
+I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
+                       size_t rows, size_t cols, size_t group) {
+  I8Truth t;
+  t.group = group ? group : cols;
+  t.groups_per_row = (cols + t.group - 1) / t.group;
+  const size_t ng = rows * t.groups_per_row;
+  t.scale.assign(ng, kNaN);
+  t.scale_lo.assign(ng, kNaN);
+  t.scale_hi.assign(ng, kNaN);
+  t.q.assign(rows * cols, 0);
+  t.q_lo.assign(rows * cols, 0);
+  t.q_hi.assign(rows * cols, 0);
+  // RNE(v / s) clamped to [-127, 127]; 0 when s is 0 (then v is 0 too).
+  auto quant = [](double v, double s) -> int16_t {
+    if (!(s > 0)) return 0;
+    const double q = std::nearbyint(v / s);
+    return static_cast<int16_t>(std::max(-127.0, std::min(127.0, q)));
+  };
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t g = 0; g < t.groups_per_row; ++g) {
+      const size_t c0 = r * cols + g * t.group;
+      const size_t c1 = r * cols + std::min(cols, (g + 1) * t.group);
+      double m = 0, m_lo = 0, m_hi = 0;
+      bool finite = true;
+      for (size_t i = c0; i < c1; ++i) {
+        finite = finite && std::isfinite(truth[i]);
+        m = std::max(m, std::fabs(truth[i]));
+        // The smallest and largest magnitude the interval admits.
+        const double a = has_interval(lo, i) ? lo[i] : truth[i];
+        const double z = has_interval(lo, i) ? hi[i] : truth[i];
+        const bool zero = a <= 0 && z >= 0;
+        m_lo =
+            std::max(m_lo, zero ? 0.0 : std::min(std::fabs(a), std::fabs(z)));
+        m_hi = std::max(m_hi, std::max(std::fabs(a), std::fabs(z)));
+      }
+      if (!finite) continue;  // the group is outside the contract
+      const size_t gi = r * t.groups_per_row + g;
+      t.scale[gi] = m / 127.0;
+      t.scale_lo[gi] = m_lo / 127.0;
+      t.scale_hi[gi] = m_hi / 127.0;
+      for (size_t i = c0; i < c1; ++i) {
+        t.q[i] = quant(truth[i], t.scale[gi]);
+        t.q_lo[i] = has_interval(lo, i) ? quant(lo[i], t.scale[gi]) : t.q[i];
+        t.q_hi[i] = has_interval(lo, i) ? quant(hi[i], t.scale[gi]) : t.q[i];
+      }
+    }
+  }
+  return t;
+}
+
+// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
+size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
+                         size_t n) {
+  size_t diff = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff += !simdnorm_tools::same_element(t, a, i, b, i);
+  }
+  return diff;
+}
+
+// Textbook normalization shortcuts, measured beside the library to show why
+// its design matters. They live here, in the tool, never in the library.
+enum class Shortcut {
+  // Centered kinds (LayerNorm): mean and E[x^2] - mean^2 from one pass of
+  // plain fp32 sums. The others (RMSNorm): the fp32 sum of x^2, their only
+  // pass.
+  kOnePassF32,
+  // Centered kinds only: fp32 mean, then fp32 sum of (x - mean)^2.
+  kTwoPassF32,
+  // Exact (float64) statistics, but eps added outside the square root:
+  // (x - mean) / (sqrt(var) + eps), x / (sqrt(mean(x^2)) + eps).
+  kEpsOutside,
+  // bf16 output by truncating the library's fp32 output (bits >> 16)
+  // instead of rounding the truth once.
+  kTruncBf16,
+};
+constexpr Shortcut kShortcuts[] = {Shortcut::kOnePassF32, Shortcut::kTwoPassF32,
+                                   Shortcut::kEpsOutside, Shortcut::kTruncBf16};
+
+const char* shortcut_name(Shortcut s) {
+  static const char* const kNames[] = {"onepass-f32", "twopass-f32",
+                                       "eps-outside", "trunc-bf16"};
+  return kNames[static_cast<int>(s)];
+}
+
+// Whether the shortcut is a distinct method for this kind and output dtype.
+bool shortcut_applies(Shortcut s, simdnorm_kind kind, simdnorm_dtype y) {
+  if (s == Shortcut::kTruncBf16) return y == SIMDNORM_BF16;
+  if (y != SIMDNORM_F32) return false;
+  // Without a mean, the one pass is the whole textbook method.
+  return s != Shortcut::kTwoPassF32 ||
+         simdnorm_tools::op_of(kind).centered != 0;
+}
+
+// fp32 shortcuts (all but kTruncBf16) on rows x cols dense, gamma required,
+// beta may be null. Plain loops: without -ffast-math the compiler keeps these
+// sums sequential in fp32, as a hand-written kernel would compute them.
+void run_shortcut(Shortcut s, bool centered, const float* x, size_t rows,
+                  size_t n, const float* gamma, const float* beta, float eps,
+                  float* y) {
+  for (size_t r = 0; r < rows; ++r, x += n, y += n) {
+    if (s == Shortcut::kEpsOutside) {
+      double mean = 0.0;
+      if (centered) {
+        for (size_t i = 0; i < n; ++i) mean += x[i];
+        mean /= static_cast<double>(n);
+      }
+      double sum_sq = 0.0;
+      for (size_t i = 0; i < n; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
+      const double denom = std::sqrt(sum_sq / static_cast<double>(n)) + eps;
+      for (size_t i = 0; i < n; ++i) {
+        const double v =
+            (x[i] - mean) / denom * gamma[i] + (beta ? beta[i] : 0.0);
+        y[i] = static_cast<float>(v);
+      }
+      continue;
+    }
+    float sum = 0.0f, sum_sq = 0.0f, mean, var;
+    if (s == Shortcut::kOnePassF32) {
+      for (size_t i = 0; i < n; ++i) {
+        sum += x[i];
+        sum_sq += x[i] * x[i];
+      }
+      const float inv_n = 1.0f / static_cast<float>(n);
+      mean = centered ? sum * inv_n : 0.0f;
+      var = sum_sq * inv_n - mean * mean;  // may go negative
+    } else {
+      for (size_t i = 0; i < n; ++i) sum += x[i];
+      mean = sum / static_cast<float>(n);
+      for (size_t i = 0; i < n; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
+      var = sum_sq / static_cast<float>(n);
+    }
+    const float rstd = 1.0f / std::sqrt(var + eps);
+    for (size_t i = 0; i < n; ++i) {
+      y[i] = (x[i] - mean) * rstd * gamma[i] + (beta ? beta[i] : 0.0f);
+    }
+  }
+}
+
+// |got - truth| in units of ulp * (|gamma| * max(1, |xhat|) + |beta|).
+inline double scaled_error(double got, double truth, double xhat, double gamma,
+                           double beta, double ulp) {
+  const double unit = ulp * simdnorm_test::Terms(xhat, gamma, beta);
+  const double diff = std::fabs(got - truth);
+  const double err = diff / unit;
+  if (err <= DBL_MAX) return err;                   // the common case
+  if (std::isfinite(got) && diff == 0) return 0.0;  // 0 / 0
+  return kInf;
+}
+
+// The value of [lo, hi] nearest to v (v itself when inside; NaN stays).
+// Branch-free: v < lo is a coin toss when lo == hi is the truth.
+inline double nearest_in(double v, double lo, double hi) {
+  return std::min(std::max(v, lo), hi);
+}
+
+// Non-negative floats order like their bits: the top 12 bits (sign,
+// exponent, 3 fraction bits) make a monotonic histogram bin.
+inline uint32_t bin_of(float e) {
+  uint32_t u;
+  std::memcpy(&u, &e, sizeof(u));
+  return u >> 20;
+}
+
+// The bits of element i of p (type F32, BF16 or F16; little-endian).
+uint32_t bits(simdnorm_dtype t, const void* p, size_t i) {
+  uint32_t u = 0;
+  const size_t n = simdnorm_tools::ElemSize(t);
+  std::memcpy(&u, static_cast<const char*>(p) + i * n, n);
+  return u;
+}
+
+// The float64 truth of one call (rows x cols) and what the errors are
+// measured against.
+struct Truth {
+  size_t rows = 0, cols = 0;
+  const double* want = nullptr;  // y64
+  const double* xhat = nullptr;  // y64's normalized value before gamma/beta
+  const float* x = nullptr;      // the values normalized (h: fused add)
+  const float* gamma = nullptr;  // the scale applied (Gemma: fl32(1 + w))
+  const float* beta = nullptr;   // null: none
+  const double* lo = nullptr;    // intervals of admissible truths, or null
+  const double* hi = nullptr;
+};
+
+// Collects the errors of one report row, over several calls (hidden sizes).
+class Accumulator {
+ public:
+  // The hot loops keep their counters in locals (no stores through `this` in
+  // the dependency chain) and compute a division only where it is needed.
+  void add_f32(const float* got, const Truth& t) {
+    errs_.reserve(errs_.size() + t.rows * t.cols);
+    Tally n = start();
+    row_err_.resize(t.cols);
+    for (size_t r = 0; r < t.rows; ++r) {
+      const size_t o = r * t.cols;
+      const float* g = got + o;
+      const double* w = t.want + o;
+      const double* xh = t.xhat + o;
+      // Branch-free, so the divisions pipeline (and vectorize).
+      for (size_t c = 0; c < t.cols; ++c) {
+        const double unit =
+            0x1.0p-23 *
+            (std::fabs(static_cast<double>(t.gamma[c])) *
+                 std::max(1.0, std::fabs(xh[c])) +
+             (t.beta ? std::fabs(static_cast<double>(t.beta[c])) : 0.0));
+        row_err_[c] = std::fabs(static_cast<double>(g[c]) - w[c]) / unit;
+      }
+      for (size_t c = 0; c < t.cols; ++c) {
+        if (!std::isfinite(w[c])) {
+          ++n.excluded;
+          continue;
+        }
+        double err = row_err_[c];
+        const double b = t.beta ? t.beta[c] : 0.0;
+        if (has_interval(t.lo, o + c)) {
+          const double near = nearest_in(g[c], t.lo[o + c], t.hi[o + c]);
+          err = scaled_error(g[c], near, xh[c], t.gamma[c], b, 0x1.0p-23);
+        } else if (!(err <= DBL_MAX)) {  // infinite or 0/0: the rare cases
+          err = scaled_error(g[c], w[c], xh[c], t.gamma[c], b, 0x1.0p-23);
+        }
+        add_error(&n, err);
+        if (g[c] == static_cast<float>(w[c])) ++n.exact;
+        if (!(err <= kF32MaxScaledUlps)) ++n.over;
+        if (!(err <= n.max)) {
+          n.max = err;
+          s_.worst = {true, t.cols, r, c, t.x[o + c], g[c], w[c], xh[c], err};
+        }
+      }
+    }
+    merge(n);
+    s_.max_scaled = std::max(s_.max_scaled, s_.max);
+  }
+  // bf16 or f16 output (y) against want = half_round_once(y, truth).
+  void add_half(simdnorm_dtype y, const uint16_t* got, const uint16_t* want,
+                const Truth& t) {
+    if (y == SIMDNORM_F16) {
+      add_half_t<true>(got, want, t);
+    } else {
+      add_half_t<false>(got, want, t);
+    }
+  }
+  // int8 output: q and scales against the quantized truth.
+  void add_i8(const int8_t* q, const float* scales, const I8Truth& i8,
+              const Truth& t) {
+    Tally n = start();
+    for (size_t r = 0, i = 0; r < t.rows; ++r) {
+      for (size_t c = 0; c < t.cols; ++c, ++i) {
+        if (std::isnan(i8.scale[r * i8.groups_per_row + c / i8.group])) {
+          ++n.excluded;
+          continue;
+        }
+        const int v = q[i];
+        const double err = v < i8.q_lo[i]   ? i8.q_lo[i] - v
+                           : v > i8.q_hi[i] ? v - i8.q_hi[i]
+                                            : 0;
+        add_error(&n, err);
+        if (v == i8.q[i]) ++n.exact;
+        if (!(err <= kI8MaxQDiff)) ++n.over;
+        if (!(err <= n.max)) {
+          n.max = err;
+          const double got = v, want = i8.q[i];
+          s_.worst = {true, t.cols, r, c, t.x[i], got, want, t.xhat[i], err};
+        }
+      }
+    }
+    // The scales: relative distance to the admissible interval.
+    for (size_t gi = 0; gi < t.rows * i8.groups_per_row; ++gi) {
+      const double want = i8.scale[gi], s = scales[gi];
+      if (std::isnan(want)) continue;
+      ++s_.groups;
+      const double d =
+          std::fabs(s - nearest_in(s, i8.scale_lo[gi], i8.scale_hi[gi]));
+      const double rel =
+          std::isnan(s) ? kInf : (d == 0 ? 0.0 : (want > 0 ? d / want : kInf));
+      if (!(rel <= kI8MaxScaleRelErr)) ++s_.scale_over;
+      if (!(rel <= s_.max_scale_rel)) {
+        s_.max_scale_rel = rel;
+        const size_t r = gi / i8.groups_per_row, g = gi % i8.groups_per_row;
+        s_.scale_worst = {true, t.cols, r, g, s, want};
+      }
+    }
+    merge(n);
+    s_.max_scaled = std::max(s_.max_scaled, s_.max);
+  }
+  // Fused add: n elements of sum_out (x_type) against h, rows of cols.
+  void add_sum_out(simdnorm_dtype x_type, const void* got, const void* want,
+                   size_t n, size_t cols) {
+    s_.fused = true;
+    s_.sum_count += n;
+    for (size_t i = 0; i < n; ++i) {
+      if (simdnorm_tools::same_element(x_type, got, i, want, i)) continue;
+      if (s_.sum_mismatch++ == 0) {
+        const uint32_t a = bits(x_type, got, i), b = bits(x_type, want, i);
+        s_.sum_worst = {true, cols, i / cols, i % cols, a, b};
+      }
+    }
+  }
+  void add_inplace_mismatches(uint64_t n) {
+    s_.fused = true;
+    s_.inplace_mismatch += n;
+  }
+  // The statistics so far; clears the accumulator.
+  Stats finish() {
+    Stats s = s_;
+    if (s.count) {
+      s.mean = sum_ / static_cast<double>(s.count);
+      const size_t rank =
+          static_cast<size_t>(std::ceil(0.999 * static_cast<double>(s.count)));
+      const size_t k = rank > 0 ? rank - 1 : 0;
+      // Sorted, the errors are zeros_ zeros followed by errs_; the histogram
+      // tells which bin holds the k-th, and only that bin is sorted.
+      if (k >= zeros_) {
+        size_t j = k - zeros_;
+        uint32_t bin = 0;
+        while (j >= hist_[bin]) j -= hist_[bin++];
+        std::vector<float> in_bin;
+        for (float e : errs_) {
+          if (bin_of(e) == bin) in_bin.push_back(e);
+        }
+        std::nth_element(in_bin.begin(), in_bin.begin() + static_cast<long>(j),
+                         in_bin.end());
+        s.p999 = in_bin[j];
+      }
+    }
+    s.max = std::max(s.max, 0.0);
+    s.max_scale_rel = std::max(s.max_scale_rel, 0.0);
+    *this = Accumulator();
+    return s;
+  }
+
+ private:
+  // A bf16/f16 result more than one ulp from the once-rounded truth still
+  // meets the contract when it is the rounding of a value within the fp32
+  // bound of the truth (of the interval [lo, hi] of admissible truths): where
+  // y = xhat * gamma + beta nearly cancels, that bound spans many ulps of the
+  // tiny y, and no fp32 computation can do better.
+  template <bool kF16>
+  void add_half_t(const uint16_t* got, const uint16_t* want, const Truth& t) {
+    constexpr simdnorm_dtype kT = kF16 ? SIMDNORM_F16 : SIMDNORM_BF16;
+    constexpr simdnorm_test::Half kH =
+        kF16 ? simdnorm_test::Half::kF16 : simdnorm_test::Half::kBf16;
+    constexpr double kUlp1 = kF16 ? 0x1.0p-10 : 0x1.0p-7;
+    auto order = [](double v) { return HalfOrdered(half_round_once(kT, v)); };
+    Tally n = start();
+    double max_scaled = s_.max_scaled;
+    for (size_t r = 0, i = 0; r < t.rows; ++r) {
+      for (size_t c = 0; c < t.cols; ++c, ++i) {
+        if (!std::isfinite(t.want[i])) {
+          ++n.excluded;
+          continue;
+        }
+        const bool interval = has_interval(t.lo, i);
+        const double t_lo = interval ? t.lo[i] : t.want[i];
+        const double t_hi = interval ? t.hi[i] : t.want[i];
+        const bool nan = simdnorm_test::HalfIsNaN(kH, got[i]) ||
+                         simdnorm_test::HalfIsNaN(kH, want[i]);
+        const int32_t og = HalfOrdered(got[i]);
+        double err;
+        if (nan) {
+          err = kInf;
+        } else if (!interval) {
+          err = std::abs(static_cast<double>(og - HalfOrdered(want[i])));
+        } else {
+          const int32_t a = order(t_lo), b = order(t_hi);
+          err = og < a ? a - og : (og > b ? og - b : 0);
+        }
+        if (!nan && og == HalfOrdered(want[i])) ++n.exact;
+        const double g = std::fabs(static_cast<double>(t.gamma[c]));
+        const double bt =
+            t.beta ? std::fabs(static_cast<double>(t.beta[c])) : 0.0;
+        add_error(&n, err);
+        if (!(err <= kHalfMaxUlps)) {
+          const double bound = simdnorm_test::F32Bound(t.xhat[i], g, bt);
+          n.over += nan || og < order(t_lo - bound) || og > order(t_hi + bound);
+        }
+        // The scaled error: divide only when it may be a new largest. The unit
+        // without max(1, |xhat|) is a lower bound, cheaper to test.
+        const double got_f = half_to_float(kT, got[i]);
+        const double near =
+            interval ? nearest_in(got_f, t_lo, t_hi) : t.want[i];
+        const double diff = std::fabs(got_f - near);
+        if (!(diff <= max_scaled * kUlp1 * (g + bt)) &&
+            !(diff <= max_scaled * kUlp1 *
+                          (g * std::max(1.0, std::fabs(t.xhat[i])) + bt))) {
+          const double scaled =
+              scaled_error(got_f, near, t.xhat[i], g, bt, kUlp1);
+          if (!(scaled <= max_scaled)) max_scaled = scaled;
+        }
+        if (!(err <= n.max)) {
+          n.max = err;
+          const double want_f = half_to_float(kT, want[i]);
+          const double scaled =
+              scaled_error(got_f, near, t.xhat[i], g, bt, kUlp1);
+          s_.worst = {true,  t.cols, r,         c,     t.x[i],
+                      got_f, want_f, t.xhat[i], scaled};
+        }
+      }
+    }
+    merge(n);
+    s_.max_scaled = max_scaled;
+  }
+  // One call's counters, kept in locals by the hot loops.
+  struct Tally {
+    uint64_t count = 0, exact = 0, excluded = 0, over = 0, zeros = 0;
+    double sum = 0, max;
+  };
+  Tally start() const { return Tally{0, 0, 0, 0, 0, 0, s_.max}; }
+  // The error of an element whose truth is finite.
+  void add_error(Tally* t, double err) {
+    ++t->count;
+    if (err == 0) {
+      ++t->zeros;
+      return;
+    }
+    const float e = static_cast<float>(err);
+    errs_.push_back(e);
+    ++hist_[bin_of(e)];
+    t->sum += err;
+  }
+  void merge(const Tally& t) {
+    s_.count += t.count;
+    s_.exact += t.exact;
+    s_.excluded += t.excluded;
+    s_.over += t.over;
+    s_.max = t.max;
+    zeros_ += t.zeros;
+    sum_ += t.sum;
+  }
+  std::vector<float> errs_;  // the non-zero errors
+  std::vector<uint32_t> hist_ = std::vector<uint32_t>(4096);  // of errs_
+  uint64_t zeros_ = 0;  // and how many were zero
+  std::vector<double> row_err_;
+  double sum_ = 0;
+  Stats s_ = initial();
+  static Stats initial() {
+    Stats s;
+    s.max = -1;  // below any error: the first element becomes the worst
+    s.max_scale_rel = -1;
+    return s;
+  }
+};
 
 constexpr size_t kMaxSelfCheckMessages = 20;
 
@@ -344,8 +925,9 @@ class Runner {
             !shortcut_applies(kShortcuts[s], kind, d.y_type)) {
           continue;
         }
-        run_shortcut(kShortcuts[s], kind, tr.x, d.rows, d.cols, tr.gamma,
-                     tr.beta, d.eps, ys_.data());
+        run_shortcut(kShortcuts[s], simdnorm_tools::op_of(kind).centered != 0,
+                     tr.x, d.rows, d.cols, tr.gamma, tr.beta, d.eps,
+                     ys_.data());
         sc[s].add_f32(ys_.data(), tr);
       }
       return;

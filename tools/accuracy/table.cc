@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -308,6 +309,153 @@ void write_table(std::FILE* f, const Report& r) {
                failing, lib_rows, r.out.errors.size());
   }
   fmt::print(f, " ({:.1f} s)\n", r.out.seconds);
+}
+
+namespace {
+
+std::string worst_text(const Worst& w) {
+  if (!w.valid) return "";
+  return fmt::format("cols {} row {} col {}: x={:.9g} got={:.9g} want={:.17g}",
+                     w.cols, w.row, w.col, w.input, w.got, w.want);
+}
+
+}  // namespace
+
+void check_bounds(ResultRow* row) {
+  const Stats& s = row->s;
+  const simdnorm_dtype y = row->dt.y;
+  std::vector<std::string> v;
+  if (Is16(y)) {
+    const char* name = dtype_name(y);
+    if (s.exact_share() < kHalfMinExactShare) {
+      v.push_back(fmt::format(
+          "only {:.4f}% of elements correctly rounded (bound {:.1f}%)",
+          100.0 * s.exact_share(), 100.0 * kHalfMinExactShare));
+    }
+    if (s.over > 0) {
+      v.push_back(fmt::format(
+          "{} of {} elements beyond {:g} {} ulp and outside the fp32 bound's "
+          "window, max {:g} at {} ({:.3g} scaled {} ulps; largest in the row "
+          "group {:.3g})",
+          s.over, s.count, kHalfMaxUlps, name, s.max, worst_text(s.worst),
+          s.worst.scaled, name, s.max_scaled));
+    }
+  } else if (y == SIMDNORM_I8) {
+    if (s.over > 0) {
+      v.push_back(fmt::format(
+          "{} of {} elements with |q - q64| beyond {:g}, max {:g} at {}",
+          s.over, s.count, kI8MaxQDiff, s.max, worst_text(s.worst)));
+    }
+    if (s.scale_over > 0) {
+      const ScaleWorst& w = s.scale_worst;
+      v.push_back(fmt::format(
+          "{} of {} group scales beyond {:g} relative of the float64 scale, "
+          "max {:.3g} at cols {} row {} group {}: got {:.9g} want {:.17g}",
+          s.scale_over, s.groups, kI8MaxScaleRelErr, s.max_scale_rel, w.cols,
+          w.row, w.group, w.got, w.want));
+    }
+  } else if (s.over > 0) {
+    v.push_back(fmt::format(
+        "{} of {} elements beyond {:g} scaled ulps, max "
+        "{:g} at {}",
+        s.over, s.count, kF32MaxScaledUlps, s.max, worst_text(s.worst)));
+  }
+  if (s.sum_mismatch > 0) {
+    const SumWorst& w = s.sum_worst;
+    const int digits = row->dt.x == SIMDNORM_F32 ? 8 : 4;
+    v.push_back(fmt::format(
+        "sum_out differs from h = x + residual rounded once to {} at {} of "
+        "{} "
+        "elements; first at cols {} row {} col {}: got 0x{:0{}x} want "
+        "0x{:0{}x}",
+        dtype_name(row->dt.x), s.sum_mismatch, s.sum_count, w.cols, w.row,
+        w.col, w.got_bits, digits, w.want_bits, digits));
+  }
+  if (s.inplace_mismatch > 0) {
+    v.push_back(fmt::format(
+        "the in-place form (sum_out = residual, y = x where the types allow) "
+        "differs from the out-of-place call at {} elements of y, sum_out and "
+        "y_scale",
+        s.inplace_mismatch));
+  }
+  row->exceeds = !v.empty();
+  if (row->checked) row->violations = v;
+}
+
+std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
+  std::vector<SummaryRow> out;
+  std::vector<double> sums, worst_share;
+  for (const ResultRow& r : rows) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const SummaryRow& s) {
+      return s.isa == r.isa && s.method == r.method && s.kind == r.kind &&
+             s.variant == r.variant && s.dt == r.dt;
+    });
+    if (it == out.end()) {
+      it = out.emplace(out.end());
+      static_cast<RowKey&>(*it) = r;
+      it->s.max = -1;
+      sums.push_back(0);
+      worst_share.push_back(1);
+    }
+    SummaryRow& s = *it;
+    const size_t k = static_cast<size_t>(it - out.begin());
+    ++s.families;
+    s.failing += !r.pass();
+    s.exceeds = s.exceeds || r.exceeds;
+    s.s.count += r.s.count;
+    s.s.excluded += r.s.excluded;
+    s.s.over += r.s.over;
+    s.s.groups += r.s.groups;
+    s.s.scale_over += r.s.scale_over;
+    s.s.max_scale_rel = std::max(s.s.max_scale_rel, r.s.max_scale_rel);
+    s.s.fused = s.s.fused || r.s.fused;
+    s.s.sum_count += r.s.sum_count;
+    s.s.sum_mismatch += r.s.sum_mismatch;
+    s.s.inplace_mismatch += r.s.inplace_mismatch;
+    sums[k] += r.s.mean * static_cast<double>(r.s.count);
+    s.s.p999 = std::max(s.s.p999, r.s.p999);
+    if (!(r.s.max_scaled <= s.s.max_scaled)) s.s.max_scaled = r.s.max_scaled;
+    if (r.s.count == 0) continue;
+    const double share = r.s.exact_share();
+    // The family holding the largest error; on ties the lowest exact share.
+    if (r.s.max > s.s.max || (r.s.max == s.s.max && share < worst_share[k]) ||
+        s.worst_family.empty()) {
+      s.worst_family = r.family;
+      s.s.worst = r.s.worst;
+      worst_share[k] = share;
+    }
+    s.min_exact_share = std::min(s.min_exact_share, share);
+    s.s.max = std::max(s.s.max, r.s.max);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].s.max = std::max(out[i].s.max, 0.0);
+    out[i].s.mean = out[i].s.count ? sums[i] / out[i].s.count : 0;
+  }
+  return out;
+}
+
+std::string unit_name(simdnorm_dtype y) {
+  return y == SIMDNORM_I8
+             ? "int8_q"
+             : (Is16(y) ? std::string(dtype_name(y)) + "_ulp" : "scaled_ulp");
+}
+
+std::string unit_label(simdnorm_dtype y) {
+  return y == SIMDNORM_I8 ? "q" : (Is16(y) ? dtype_name(y) : "scaled");
+}
+
+std::string dtypes_label(const Dtypes& d) {
+  return fmt::format("{}/{}/{}", dtype_name(d.x), dtype_name(d.y),
+                     dtype_name(d.param));
+}
+
+std::string shortest_float(float v) {
+  std::string s;
+  for (int digits = 1; digits <= 9; ++digits) {
+    s = fmt::format("{:.{}g}", static_cast<double>(v), digits);
+    if (std::strtof(s.c_str(), nullptr) == v) break;
+  }
+  return s;
 }
 
 }  // namespace simdnorm_accuracy
