@@ -1,9 +1,8 @@
-// simdnorm-accuracy's parts: the bounds, the exact roundings and the
-// operands of a call with what the variants make of the truth
-// (numerics.cc); the input families (inputs.cc); the textbook shortcuts
-// (shortcuts.cc); the error metrics (metrics.cc); the command line
-// (options.cc) and the measurement loop (run.cc); the text tables
-// (table.cc), JSON and CSV (json.cc) and the SVG chart (svg.cc).
+// simdnorm-accuracy's parts: the bounds, the input families (inputs.cc),
+// the command line and the plans (main.cc), the measurement: operands,
+// truths, shortcuts, error metrics and the loop (run.cc), --op's run
+// (family_run.cc), and the outputs: text tables, JSON, CSV and the SVG
+// chart (report.cc).
 #ifndef SIMDNORM_TOOLS_ACCURACY_ACCURACY_H_
 #define SIMDNORM_TOOLS_ACCURACY_ACCURACY_H_
 
@@ -201,24 +200,6 @@ struct ResultRow : RowKey {
 // Sets row->exceeds and, for a checked row, the bounds' violations.
 void check_bounds(ResultRow* row);
 
-// Rows of one RowKey merged over families: counts summed, the largest
-// errors and p99.9, the mean over all elements, the lowest exact share.
-struct SummaryRow : RowKey {
-  size_t families = 0, failing = 0;
-  Stats s;
-  double min_exact_share = 1;
-  std::string worst_family;  // the largest max (ties: the lowest share)
-};
-
-// Groups consecutive rows of the same RowKey, keeping their order of first
-// appearance.
-std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows);
-
-// "scaled_ulp", "bf16_ulp", "f16_ulp" or "int8_q", by y's dtype.
-std::string unit_name(simdnorm_dtype y);
-// The short form for the text table: "scaled", "bf16", "f16", "q".
-std::string unit_label(simdnorm_dtype y);
-
 // The configuration and the measurement loop: for every kind, plan
 // (variant, dtype combinations, families, hidden sizes), one float64
 // reference per (family, hidden size), then the library on every selected
@@ -262,12 +243,6 @@ struct Config {
   std::vector<std::string> all_families() const;
   std::vector<size_t> all_cols() const;
 };
-
-// Parses argv into *cfg: 0 to go on, -1 after printing the help, 2 with the
-// message of a usage error in *error. --isa takes the names in `isas` (any
-// case; stored as spelled there).
-int parse_options(int argc, char** argv, const std::vector<std::string>& isas,
-                  Config* cfg, std::string* error);
 
 using simdnorm_test::DTypeCombinations;
 
