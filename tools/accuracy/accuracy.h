@@ -80,14 +80,9 @@ struct Family {
 // bf16-quantized copies.
 std::vector<Family> default_families();
 
-// The families that look like real activations (normal, llm-hidden,
-// student-t2): what the engine variants run on by default.
-std::vector<Family> realistic_families();
-
-// What --op runs by default: the realistic families and the adversarial
-// ones that fit every dtype's range or test it (offset1e4, first-outlier,
-// huge1e25, tiny1e-25).
-std::vector<Family> family_op_families();
+// The generated families of these names, in their order (unknown names
+// left out).
+std::vector<Family> families_named(const std::vector<std::string>& names);
 
 // rows x cols values of a generator, reproducible from (seed, gen, cols);
 // the residual stream of the fused add is an independent second draw.

@@ -105,6 +105,7 @@ void fill_llm_hidden(Rng* rng, size_t rows, size_t cols, float* out) {
 }  // namespace
 
 std::vector<Family> default_families() {
+  // The plain families; `eps0`: followed by their copy with eps = 0.
   static const std::tuple<const char*, Gen, bool> kBases[] = {
       {"normal", Gen::kNormal, false},
       {"offset1e3", Gen::kOffset1e3, false},
@@ -113,45 +114,30 @@ std::vector<Family> default_families() {
       {"first-outlier", Gen::kFirstOutlier, false},
       {"student-t2", Gen::kStudentT2, false},
       {"cauchy", Gen::kCauchy, false},
-      {"near-constant", Gen::kNearConstant, false},
-      {"near-constant-eps0", Gen::kNearConstant, true},
+      {"near-constant", Gen::kNearConstant, true},
       {"constant", Gen::kConstant, false},
-      {"huge1e25", Gen::kHuge1e25, false},
-      {"huge1e25-eps0", Gen::kHuge1e25, true},
-      {"huge1e36", Gen::kHuge1e36, false},
-      {"huge1e36-eps0", Gen::kHuge1e36, true},
-      {"tiny1e-25", Gen::kTiny1e25, false},
-      {"tiny1e-25-eps0", Gen::kTiny1e25, true},
-      {"subnormal1e-40", Gen::kSubnormal, false},
-      {"subnormal1e-40-eps0", Gen::kSubnormal, true},
+      {"huge1e25", Gen::kHuge1e25, true},
+      {"huge1e36", Gen::kHuge1e36, true},
+      {"tiny1e-25", Gen::kTiny1e25, true},
+      {"subnormal1e-40", Gen::kSubnormal, true},
   };
   std::vector<Family> out;
   for (const bool q : {false, true}) {
-    for (const auto& [name, gen, eps_zero] : kBases) {
-      out.push_back(
-          {(q ? "bf16q:" : "") + std::string(name), gen, eps_zero, q});
+    for (const auto& [name, gen, eps0] : kBases) {
+      const std::string full = (q ? "bf16q:" : "") + std::string(name);
+      out.push_back({full, gen, false, q});
+      if (eps0) out.push_back({full + "-eps0", gen, true, q});
     }
   }
   return out;
 }
 
-std::vector<Family> realistic_families() {
+std::vector<Family> families_named(const std::vector<std::string>& names) {
+  const std::vector<Family> all = default_families();
   std::vector<Family> out;
-  for (const Family& f : default_families()) {
-    if (f.name == "normal" || f.name == "llm-hidden" ||
-        f.name == "student-t2") {
-      out.push_back(f);
-    }
-  }
-  return out;
-}
-
-std::vector<Family> family_op_families() {
-  std::vector<Family> out = realistic_families();
-  for (const Family& f : default_families()) {
-    if (f.name == "offset1e4" || f.name == "first-outlier" ||
-        f.name == "huge1e25" || f.name == "tiny1e-25") {
-      out.push_back(f);
+  for (const std::string& name : names) {
+    for (const Family& f : all) {
+      if (f.name == name) out.push_back(f);
     }
   }
   return out;

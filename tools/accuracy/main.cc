@@ -232,8 +232,10 @@ std::vector<Plan> make_plans(const Config& cfg,
   };
   const std::vector<Family> all =
       families.empty() ? default_families() : families;
+  // The families that look like real activations.
   const std::vector<Family> realistic =
-      families.empty() ? realistic_families() : families;
+      families.empty() ? families_named({"normal", "llm-hidden", "student-t2"})
+                       : families;
   std::vector<Plan> plans;
   for (const Variant& v : cfg.variants.empty()
                               ? simdnorm_tools::default_variants()
@@ -294,15 +296,13 @@ int run_main(int argc, char** argv) {
     families.push_back({"input", Gen::kUser});
   }
   cfg.rows = cfg.rows ? cfg.rows : 64;
-  const std::vector<Family> all = default_families();
   for (const std::string& name : unique(cfg.families)) {
-    auto it = std::find_if(all.begin(), all.end(),
-                           [&](const Family& f) { return f.name == name; });
-    if (it == all.end()) {
+    const std::vector<Family> f = families_named({name});
+    if (f.empty()) {
       return usage_error("--family: unknown family '" + name +
                          "' (see --help)");
     }
-    families.push_back(*it);
+    families.push_back(f[0]);
   }
   cfg.plans = make_plans(cfg, families);
 
@@ -320,9 +320,13 @@ int run_main(int argc, char** argv) {
   }
   const bool table_to_stdout = !json.is_stdout() && !csv.is_stdout();
   if (!cfg.ops.empty()) {
-    return run_family_ops(
-        cfg, cfg.families.empty() ? family_op_families() : families, json.get(),
-        csv.get());
+    // By default the realistic families and the adversarial ones that fit
+    // every dtype's range or test it.
+    const std::vector<Family> op_families =
+        families_named({"normal", "llm-hidden", "student-t2", "offset1e4",
+                        "first-outlier", "huge1e25", "tiny1e-25"});
+    return run_family_ops(cfg, cfg.families.empty() ? op_families : families,
+                          json.get(), csv.get());
   }
 
   const auto t0 = std::chrono::steady_clock::now();
