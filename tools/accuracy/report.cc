@@ -31,10 +31,14 @@ std::string shortest_float(float v) {
 
 namespace {
 
-std::string worst_text(const Worst& w) {
-  if (!w.valid) return "";
-  return fmt::format("cols {} row {} col {}: x={:.9g} got={:.9g} want={:.17g}",
-                     w.cols, w.row, w.col, w.input, w.got, w.want);
+// Where and what the worst element is, with `digits` significant digits
+// (`want_digits` for want); `none` without one.
+std::string worst_text(const Worst& w, int digits = 9, int want_digits = 17,
+                       const char* none = "") {
+  if (!w.valid) return none;
+  return fmt::format(
+      "cols {} row {} col {}: x={:.{}g} got={:.{}g} want={:.{}g}", w.cols,
+      w.row, w.col, w.input, digits, w.got, digits, w.want, want_digits);
 }
 
 }  // namespace
@@ -108,14 +112,14 @@ struct SummaryRow : RowKey {
   size_t families = 0, failing = 0;
   Stats s;
   double min_exact_share = 1;
-  std::string worst_family;  // the largest max (ties: the lowest share)
+  std::string worst_family;         // the largest max (ties: the lowest share)
+  double sum = 0, worst_share = 1;  // of the errors; of the worst family
 };
 
 // Groups consecutive rows of the same RowKey, keeping their order of first
 // appearance.
 std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
   std::vector<SummaryRow> out;
-  std::vector<double> sums, worst_share;
   for (const ResultRow& r : rows) {
     auto it = std::find_if(out.begin(), out.end(), [&](const SummaryRow& s) {
       return s.isa == r.isa && s.method == r.method && s.kind == r.kind &&
@@ -125,11 +129,8 @@ std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
       it = out.emplace(out.end());
       static_cast<RowKey&>(*it) = r;
       it->s.max = -1;
-      sums.push_back(0);
-      worst_share.push_back(1);
     }
     SummaryRow& s = *it;
-    const size_t k = static_cast<size_t>(it - out.begin());
     ++s.families;
     s.failing += !r.pass();
     s.exceeds = s.exceeds || r.exceeds;
@@ -143,24 +144,24 @@ std::vector<SummaryRow> summarize(const std::vector<ResultRow>& rows) {
     s.s.sum_count += r.s.sum_count;
     s.s.sum_mismatch += r.s.sum_mismatch;
     s.s.inplace_mismatch += r.s.inplace_mismatch;
-    sums[k] += r.s.mean * static_cast<double>(r.s.count);
+    s.sum += r.s.mean * static_cast<double>(r.s.count);
     s.s.p999 = std::max(s.s.p999, r.s.p999);
     if (!(r.s.max_scaled <= s.s.max_scaled)) s.s.max_scaled = r.s.max_scaled;
     if (r.s.count == 0) continue;
     const double share = r.s.exact_share();
     // The family holding the largest error; on ties the lowest exact share.
-    if (r.s.max > s.s.max || (r.s.max == s.s.max && share < worst_share[k]) ||
+    if (r.s.max > s.s.max || (r.s.max == s.s.max && share < s.worst_share) ||
         s.worst_family.empty()) {
       s.worst_family = r.family;
       s.s.worst = r.s.worst;
-      worst_share[k] = share;
+      s.worst_share = share;
     }
     s.min_exact_share = std::min(s.min_exact_share, share);
     s.s.max = std::max(s.s.max, r.s.max);
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    out[i].s.max = std::max(out[i].s.max, 0.0);
-    out[i].s.mean = out[i].s.count ? sums[i] / out[i].s.count : 0;
+  for (SummaryRow& s : out) {
+    s.s.max = std::max(s.s.max, 0.0);
+    s.s.mean = s.s.count ? s.sum / s.s.count : 0;
   }
   return out;
 }
@@ -240,12 +241,6 @@ void print_table(std::FILE* f, const char* title, const std::string& align,
 }
 
 std::string format_share(double s) { return fmt::format("{:.3f}", 100.0 * s); }
-
-std::string format_worst(const Worst& w) {
-  if (!w.valid) return "-";
-  return fmt::format("cols {} row {} col {}: x={:.7g} got={:.7g} want={:.9g}",
-                     w.cols, w.row, w.col, w.input, w.got, w.want);
-}
 
 // "ok", "FAIL" or "FAIL(failing families)"; not held to the bounds:
 // "(within)" or "(exceeds)".
@@ -331,7 +326,7 @@ void write_summary(std::FILE* f, const std::vector<SummaryRow>& all,
     }
     row.insert(row.end(),
                {s.worst_family, status(s.checked, s.exceeds, s.failing),
-                format_worst(t.worst)});
+                worst_text(t.worst, 7, 9, "-")});
     rows.push_back(row);
   }
   if (last.empty()) return;
@@ -405,7 +400,7 @@ void write_detail(std::FILE* f, const RunOutput& out) {
                     format_error(r.s.p999), format_share(r.s.exact_share()),
                     Is16(r.dt.y) ? format_error(r.s.max_scaled) : "-",
                     status(r.checked, r.exceeds || !r.pass(), 0),
-                    format_worst(r.s.worst)});
+                    worst_text(r.s.worst, 7, 9, "-")});
   }
   print_table(f,
               "Detail per ISA or shortcut, kind, dtypes and family (all hidden "
