@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -10,31 +11,19 @@
 namespace simdnorm_profile {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string Trim(std::string s) {
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  const size_t last = s.find_last_not_of(ws);
-  s.erase(last == std::string::npos ? 0 : last + 1);
-  return s;
+// The first word of a file (a sysfs value), "" when it cannot be read.
+std::string Word(const std::string& path) {
+  std::string w;
+  std::ifstream(path) >> w;
+  return w;
 }
 
 // The value of the first "key : value" line of /proc/cpuinfo.
 std::string CpuInfoField(const std::string& cpuinfo, const std::string& key) {
-  std::istringstream in(cpuinfo);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    if (Trim(line.substr(0, colon)) == key) return Trim(line.substr(colon + 1));
-  }
-  return "";
+  std::smatch m;
+  const std::regex line("^[ \t]*" + key + "[ \t]*:[ \t]*(.*?)[ \t\r]*$",
+                        std::regex::multiline);
+  return std::regex_search(cpuinfo, m, line) ? m.str(1) : "";
 }
 
 std::string Caches() {
@@ -42,10 +31,10 @@ std::string Caches() {
   for (int i = 0; i < 8; ++i) {
     const std::string dir =
         "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    const std::string level = Trim(ReadFile(dir + "level"));
+    const std::string level = Word(dir + "level");
     if (level.empty()) break;
-    const std::string type = Trim(ReadFile(dir + "type"));
-    std::string size = Trim(ReadFile(dir + "size"));
+    const std::string type = Word(dir + "type");
+    std::string size = Word(dir + "size");
     if (type == "Instruction") continue;
     if (!size.empty() && size.back() == 'K')
       size.replace(size.size() - 1, 1, " KiB");
@@ -68,6 +57,14 @@ std::string Caches() {
 
 }  // namespace
 
+bool ReadFile(const std::string& path, std::string* text) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  *text = ss.str();
+  return f.good();
+}
+
 Machine DetectMachine() {
   Machine m;
 #if defined(__x86_64__) || defined(_M_X64)
@@ -85,7 +82,8 @@ Machine DetectMachine() {
 #else
   m.arch = "unknown";
 #endif
-  const std::string cpuinfo = ReadFile("/proc/cpuinfo");
+  std::string cpuinfo;
+  ReadFile("/proc/cpuinfo", &cpuinfo);
   m.cpu = CpuInfoField(cpuinfo, "model name");
   if (m.cpu.empty()) m.cpu = CpuInfoField(cpuinfo, "Hardware");
   const std::string impl = CpuInfoField(cpuinfo, "CPU implementer");
@@ -96,8 +94,7 @@ Machine DetectMachine() {
   if (m.cpu.empty()) m.cpu = "unknown CPU";
   m.logical_cpus = std::thread::hardware_concurrency();
   m.caches = Caches();
-  std::istringstream load(ReadFile("/proc/loadavg"));
-  if (!(load >> m.load1)) m.load1 = -1.0;
+  if (!(std::ifstream("/proc/loadavg") >> m.load1)) m.load1 = -1.0;
 #if defined(__clang__)
   m.compiler = "Clang " __clang_version__;
 #elif defined(__GNUC__)

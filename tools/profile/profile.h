@@ -145,6 +145,8 @@ struct Machine {
   std::string emulated;
 };
 Machine DetectMachine();
+// The text of the file at `path` into *text; false when it cannot be read.
+bool ReadFile(const std::string& path, std::string* text);
 
 // What the outputs say beside the results.
 struct Meta {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <map>
 #include <string>
 
 #include "common/output.h"
@@ -348,20 +348,18 @@ void WriteSvg(std::FILE* f, const Meta& m,
       left + right +
       static_cast<double>(results.size()) * (group_w + group_gap);
   const double height = top + plot_h + label_h + legend_h + 16;
-  auto color = [&](const std::string& name) -> std::string {
-    static const char* const kColors[] = {"#1f77b4", "#2ca02c", "#17becf",
-                                          "#9467bd", "#8c564b", "#bcbd22",
-                                          "#e377c2", "#393b79"};
-    if (name == "memcpy") return "#7f7f7f";
-    if (name == "loop") return "#ff7f0e";
-    if (name == "oneDNN") return "#d62728";
-    size_t k = 0;  // the how-manieth ISA
-    for (const std::string& s : series) {
-      if (s == name) break;
-      k += s != "memcpy" && s != "loop" && s != "oneDNN";
-    }
-    return kColors[k % 8];
-  };
+  // Peers in their colors, the ISAs (and the unfused peer) in turn.
+  std::map<std::string, std::string> color;
+  static const char* const kColors[] = {"#1f77b4", "#2ca02c", "#17becf",
+                                        "#9467bd", "#8c564b", "#bcbd22",
+                                        "#e377c2", "#393b79"};
+  size_t k = 0;
+  for (const std::string& s : series) {
+    color[s] = s == "memcpy"   ? "#7f7f7f"
+               : s == "loop"   ? "#ff7f0e"
+               : s == "oneDNN" ? "#d62728"
+                               : kColors[k++ % 8];
+  }
 
   fmt::print(
       f,
@@ -406,7 +404,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
           f,
           R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {} GB/s, {} ns/row</title></rect>)",
           x0 + bar * static_cast<double>(k), top + plot_h - h, bar - 1, h,
-          color(row.r->name), XmlEscape(row.r->name), Sig3(row.gbps),
+          color[row.r->name], XmlEscape(row.r->name), Sig3(row.gbps),
           Sig3(row.ns_row));
     }
     const Config& cf = c.config;
@@ -431,7 +429,7 @@ void WriteSvg(std::FILE* f, const Meta& m,
     simdnorm_tools::PrintLine(
         f,
         R"(<rect x="{:.1f}" y="{:.1f}" width="12" height="12" fill="{}"/><text x="{:.1f}" y="{:.1f}">{}</text>)",
-        lx, ly, color(s), lx + 16, ly + 10, XmlEscape(s));
+        lx, ly, color[s], lx + 16, ly + 10, XmlEscape(s));
     lx += 28 + 7.0 * static_cast<double>(s.size());
   }
   fmt::print(f, "</svg>\n");
@@ -565,14 +563,11 @@ void WriteFamiliesJson(std::FILE* f, const std::vector<FamilyResult>& results) {
 }
 
 bool UpdateDoc(const std::string& path, const std::string* text) {
-  std::ifstream in(path);
-  if (!in) {
+  std::string doc;
+  if (!ReadFile(path, &doc)) {
     fmt::print(stderr, "simdnorm-profile: cannot read {}\n", path);
     return false;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string doc = ss.str();
   const size_t b = doc.find(kDocBegin);
   const size_t e = b == std::string::npos ? b : doc.find(kDocEnd, b);
   if (e == std::string::npos) {
