@@ -60,10 +60,6 @@ struct Options {
   std::string update_doc;
 };
 
-// Parses argv into *o. Returns 0 to go on, -1 after --help (exit 0), or 2
-// after an error (the message already printed).
-int ParseOptions(int argc, char** argv, Options* o);
-
 struct Config {
   simdnorm_kind kind{};
   size_t cols = 896;
@@ -73,10 +69,6 @@ struct Config {
   Variant variant;
   Offset offset;  // of the buffers every implementation runs on
 };
-// "f32", "bf16" when all three agree, else "x:y:w" ("bf16:f32:f32").
-std::string DtypesName(const Dtypes& t);
-// "16", or "16:0" when x and y differ.
-std::string OffsetName(const Offset& o);
 // "rmsnorm fused-add bf16 896x4096 threads all offset 16": one
 // configuration in the progress line and in messages.
 std::string ConfigName(const Config& c);
@@ -144,9 +136,6 @@ struct Machine {
   // Non-empty when the process seems to run under an emulator (qemu): why.
   std::string emulated;
 };
-Machine DetectMachine();
-// The text of the file at `path` into *text; false when it cannot be read.
-bool ReadFile(const std::string& path, std::string* text);
 
 // What the outputs say beside the results.
 struct Meta {
@@ -170,12 +159,6 @@ void WriteSvg(std::FILE* f, const Meta& m,
 // every implementation, then GB/s and the ratios of the first ISA.
 std::string MarkdownSummary(const Meta& m,
                             const std::vector<ConfigResult>& results);
-// Replaces the text between the lines "<!-- simdnorm-profile:begin -->" and
-// "<!-- simdnorm-profile:end -->" in the file at `path` with *text; without
-// text only checks that it could (to fail before measuring). False, with a
-// message on stderr, when the file cannot be read or written or lacks the
-// markers.
-bool UpdateDoc(const std::string& path, const std::string* text);
 
 }  // namespace simdnorm_profile
 

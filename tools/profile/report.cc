@@ -22,9 +22,6 @@ quantize loop, counted with its own bytes; vs unfused = its time / time; int8 er
 offset = bytes past a 64-byte line where x (and gamma, beta, residual, sum_out) and y start, x:y when they differ
 )";
 
-constexpr const char* kDocBegin = "<!-- simdnorm-profile:begin -->";
-constexpr const char* kDocEnd = "<!-- simdnorm-profile:end -->";
-
 // One printed line: an implementation on a configuration, with its ratios.
 struct Row {
   const ConfigResult* c = nullptr;
@@ -73,6 +70,18 @@ std::vector<std::string> ImplNames(const std::vector<ConfigResult>& results) {
       simdnorm_tools::AddUnique(&names, r.name);
   }
   return names;
+}
+
+// "f32", "bf16" when all three agree, else "x:y:w" ("bf16:f32:f32").
+std::string DtypesName(const Dtypes& t) {
+  if (t.x == t.y && t.y == t.param) return dtype_name(t.x);
+  return fmt::format("{}:{}:{}", dtype_name(t.x), dtype_name(t.y),
+                     dtype_name(t.param));
+}
+
+// "16", or "16:0" when x and y differ.
+std::string OffsetName(const Offset& o) {
+  return std::to_string(o.x) + (o.x == o.y ? "" : ":" + std::to_string(o.y));
 }
 
 std::string ThreadsName(size_t t) { return t == 0 ? "all" : std::to_string(t); }
@@ -560,31 +569,6 @@ void WriteFamiliesJson(std::FILE* f, const std::vector<FamilyResult>& results) {
                  {"impls", impls}});
   }
   fmt::print(f, "{}\n", j.dump(1));
-}
-
-bool UpdateDoc(const std::string& path, const std::string* text) {
-  std::string doc;
-  if (!ReadFile(path, &doc)) {
-    fmt::print(stderr, "simdnorm-profile: cannot read {}\n", path);
-    return false;
-  }
-  const size_t b = doc.find(kDocBegin);
-  const size_t e = b == std::string::npos ? b : doc.find(kDocEnd, b);
-  if (e == std::string::npos) {
-    fmt::print(stderr, "simdnorm-profile: {} lacks the lines {} and {}\n", path,
-               kDocBegin, kDocEnd);
-    return false;
-  }
-  if (!text) return true;
-  const size_t body = b + std::string(kDocBegin).size();
-  std::ofstream out(path, std::ios::trunc);
-  out << doc.substr(0, body) << "\n" << *text << doc.substr(e);
-  out.close();
-  if (!out) {
-    fmt::print(stderr, "simdnorm-profile: cannot write {}\n", path);
-    return false;
-  }
-  return true;
 }
 
 }  // namespace simdnorm_profile
