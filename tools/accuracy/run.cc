@@ -818,15 +818,10 @@ class Runner {
         hf_round_truth(xw.x, xhat_.data(), wt.scale.data(), beta_f, rows, cols,
                        truth_.data(), &lo_, &hi_);
       }
-      const Truth tr{rows,
-                     cols,
-                     truth_.data(),
-                     xhat_.data(),
-                     xn.f.data(),
-                     wt.scale.data(),
-                     beta_f,
-                     lo_.empty() ? nullptr : lo_.data(),
-                     lo_.empty() ? nullptr : hi_.data()};
+      const double* lo = lo_.empty() ? nullptr : lo_.data();
+      const Truth tr{rows,         cols,        truth_.data(),
+                     xhat_.data(), xn.f.data(), wt.scale.data(),
+                     beta_f,       lo,          lo ? hi_.data() : nullptr};
 
       for (size_t yi = 0; yi < ys.size(); ++yi) {
         const simdnorm_dtype y = ys[yi];
@@ -943,11 +938,7 @@ class Runner {
       return;
     }
     tb_.resize(n);
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, &ys_[i], sizeof(u));
-      tb_[i] = static_cast<uint16_t>(u >> 16);
-    }
+    for (size_t i = 0; i < n; ++i) tb_[i] = simdnorm_test::Bf16Truncate(ys_[i]);
     sc[static_cast<int>(Shortcut::kTruncBf16)].add_half(
         SIMDNORM_BF16, tb_.data(), want_.data(), tr);
   }
