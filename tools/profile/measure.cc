@@ -58,131 +58,119 @@ int Mantissa(simdnorm_dtype t) {
   return t == SIMDNORM_BF16 ? 7 : (t == SIMDNORM_F16 ? 10 : 23);
 }
 
-struct Check {
-  double err = 0.0;  // ulps of y (int8: |q - q_reference|)
-  bool ok = true;
-  std::string detail;  // why not ok beyond err
-};
-
 // The float64 truth (rounded to y's dtype by the library's reference) for
 // the first rows and the last row: where the row partition starts and ends.
 // With a residual the reference's sum_out is kept too, with int8 output its
 // scales.
-class Checker {
- public:
-  explicit Checker(const simdnorm_desc& d) : d_(d) {
+struct Checker {
+  simdnorm_desc d;
+  std::vector<size_t> rows;
+  size_t spr = simdnorm_peers::scales_per_row(d);
+  simdnorm_peers::Buffer ref, sum, scale;
+  simdnorm_status status = SIMDNORM_OK;
+  // The simdnorm kernels' tolerance against the reference: they compute in
+  // float and round once: within a few ulps for f32 outputs, one rounding
+  // step for bf16 and f16, one q for int8. Hugging Face's order rounds xhat
+  // to a 16-bit x first, which near a tie may go either way: two ulps of x
+  // more (set below).
+  double tol = d.y_type == SIMDNORM_F32 ? 16.0 : 1.0;
+  double scale_tol =
+      1e-6 + 0x1.0p-23;  // the bound, and fl32 of the reference's
+
+  explicit Checker(const simdnorm_desc& desc) : d(desc) {
+    if ((d.flags & SIMDNORM_ROUND_NORMALIZED) && d.x_type != SIMDNORM_F32) {
+      const int mx = Mantissa(d.x_type);
+      if (d.y_type == SIMDNORM_I8) {
+        tol += 1.0;
+        scale_tol += std::ldexp(2.0, -mx);
+      } else {
+        tol += std::ldexp(2.0, Mantissa(d.y_type) - mx);
+      }
+    }
     const size_t head = std::min<size_t>(d.rows, 64);
-    for (size_t r = 0; r < head; ++r) rows_.push_back(r);
-    if (d.rows > head) rows_.push_back(d.rows - 1);
-    const size_t n = rows_.size() * d.cols, xsz = dtype_size(d.x_type);
+    for (size_t r = 0; r < head; ++r) rows.push_back(r);
+    if (d.rows > head) rows.push_back(d.rows - 1);
+    const size_t n = rows.size() * d.cols, xsz = dtype_size(d.x_type);
     const size_t ysz = dtype_size(d.y_type);
-    spr_ = simdnorm_peers::scales_per_row(d);
-    ref_ = simdnorm_peers::AllocateAligned(n * ysz);
-    if (d.sum_out) sum_ = simdnorm_peers::AllocateAligned(n * xsz);
-    if (spr_) scale_ = simdnorm_peers::AllocateAligned(rows_.size() * spr_ * 4);
+    ref = simdnorm_peers::AllocateAligned(n * ysz);
+    if (d.sum_out) sum = simdnorm_peers::AllocateAligned(n * xsz);
+    if (spr) scale = simdnorm_peers::AllocateAligned(rows.size() * spr * 4);
     // One row a call (the reference computes row by row anyway).
     const size_t xs = d.x_stride ? d.x_stride : d.cols;
     const size_t rs = d.residual_stride ? d.residual_stride : d.cols;
-    for (size_t i = 0; i < rows_.size() && status_ == SIMDNORM_OK; ++i) {
+    for (size_t i = 0; i < rows.size() && status == SIMDNORM_OK; ++i) {
       simdnorm_desc r = d;
       r.rows = r.max_threads = 1;
-      r.x = static_cast<const char*>(d.x) + rows_[i] * xs * xsz;
+      r.x = static_cast<const char*>(d.x) + rows[i] * xs * xsz;
       if (d.residual) {
-        r.residual = static_cast<const char*>(d.residual) + rows_[i] * rs * xsz;
+        r.residual = static_cast<const char*>(d.residual) + rows[i] * rs * xsz;
       }
-      r.y = static_cast<char*>(ref_.get()) + i * d.cols * ysz;
+      r.y = static_cast<char*>(ref.get()) + i * d.cols * ysz;
       if (d.sum_out) {
-        r.sum_out = static_cast<char*>(sum_.get()) + i * d.cols * xsz;
+        r.sum_out = static_cast<char*>(sum.get()) + i * d.cols * xsz;
       }
-      if (spr_) r.y_scale = static_cast<float*>(scale_.get()) + i * spr_;
-      status_ = simdnorm_normalize_reference(&r);
+      if (spr) r.y_scale = static_cast<float*>(scale.get()) + i * spr;
+      status = simdnorm_normalize_reference(&r);
     }
   }
 
-  simdnorm_status status() const { return status_; }
-
-  // d.y (and sum_out, y_scale) against the reference: the largest error in
-  // ulps of y's dtype at max(|reference|, 1) (int8: of q), infinity for NaN
-  // where the reference is not; ok when within `tol` and the scales and
-  // sum_out agree.
-  Check Compare(double tol, double scale_tol) const {
-    Check c;
-    const size_t ys = d_.y_stride ? d_.y_stride : d_.cols;
-    for (size_t i = 0; i < rows_.size() && std::isfinite(c.err); ++i) {
-      for (size_t k = 0; k < d_.cols; ++k) {
-        const double ref = load_float(ref_.get(), d_.y_type, i * d_.cols + k);
-        const double got = load_float(d_.y, d_.y_type, rows_[i] * ys + k);
-        if (std::isnan(got) != std::isnan(ref)) {
-          c.err = INFINITY;
+  // d.y against the reference into res->err_ulp: the largest error in ulps
+  // of y's dtype at max(|reference|, 1) (int8: of q), infinity for NaN
+  // where the reference is not. For simdnorm also err_ok: within `tol`, and
+  // the scales and sum_out agree (err_detail says where not).
+  void Compare(ImplResult* res) const {
+    double err = 0.0;
+    const size_t ys = d.y_stride ? d.y_stride : d.cols;
+    for (size_t i = 0; i < rows.size() && std::isfinite(err); ++i) {
+      for (size_t k = 0; k < d.cols; ++k) {
+        const double want = load_float(ref.get(), d.y_type, i * d.cols + k);
+        const double got = load_float(d.y, d.y_type, rows[i] * ys + k);
+        if (std::isnan(got) != std::isnan(want)) {
+          err = INFINITY;
           break;
         }
-        if (std::isnan(ref)) continue;
+        if (std::isnan(want)) continue;
         const double ulp =
-            d_.y_type == SIMDNORM_I8
+            d.y_type == SIMDNORM_I8
                 ? 1.0
-                : std::ldexp(1.0, std::ilogb(std::max(std::fabs(ref), 1.0)) -
-                                      Mantissa(d_.y_type));
-        c.err = std::max(c.err, std::fabs(got - ref) / ulp);
+                : std::ldexp(1.0, std::ilogb(std::max(std::fabs(want), 1.0)) -
+                                      Mantissa(d.y_type));
+        err = std::max(err, std::fabs(got - want) / ulp);
       }
     }
-    c.ok = c.err <= tol;
+    res->err_ulp = err;
+    if (res->type != ImplType::kSimdnorm) return;
+    res->err_ok = err <= tol;
     double worst = 0.0;  // int8 scales: the largest relative error
-    for (size_t i = 0; i < rows_.size() * spr_; ++i) {
-      const double ref = static_cast<const float*>(scale_.get())[i];
-      const double got = d_.y_scale[rows_[i / spr_] * spr_ + i % spr_];
-      if (std::isnan(ref) && std::isnan(got)) continue;
+    for (size_t i = 0; i < rows.size() * spr; ++i) {
+      const double want = static_cast<const float*>(scale.get())[i];
+      const double got = d.y_scale[rows[i / spr] * spr + i % spr];
+      if (std::isnan(want) && std::isnan(got)) continue;
       const double rel =
-          got == ref ? 0.0 : std::fabs(got - ref) / std::fabs(ref);
+          got == want ? 0.0 : std::fabs(got - want) / std::fabs(want);
       if (!(rel <= worst)) worst = rel;
     }
     if (!(worst <= scale_tol)) {
-      c.ok = false;
-      c.detail =
+      res->err_ok = false;
+      res->err_detail =
           "an int8 scale is off by " + std::to_string(worst) + " relative";
     }
     size_t bad = 0;  // sum_out elements off the reference
-    const size_t ss = d_.sum_out_stride ? d_.sum_out_stride : d_.cols;
-    for (size_t i = 0; d_.sum_out && i < rows_.size(); ++i) {
-      for (size_t k = 0; k < d_.cols; ++k) {
-        bad += !simdnorm_tools::same_element(d_.x_type, sum_.get(),
-                                             i * d_.cols + k, d_.sum_out,
-                                             rows_[i] * ss + k);
+    const size_t ss = d.sum_out_stride ? d.sum_out_stride : d.cols;
+    for (size_t i = 0; d.sum_out && i < rows.size(); ++i) {
+      for (size_t k = 0; k < d.cols; ++k) {
+        bad += !simdnorm_tools::same_element(
+            d.x_type, sum.get(), i * d.cols + k, d.sum_out, rows[i] * ss + k);
       }
     }
     if (bad) {
-      c.ok = false;
-      c.detail += (c.detail.empty() ? "" : "; ") +
-                  std::string("sum_out differs from the reference at ") +
-                  std::to_string(bad) + " elements";
+      res->err_ok = false;
+      res->err_detail += (res->err_detail.empty() ? "" : "; ") +
+                         std::string("sum_out differs from the reference at ") +
+                         std::to_string(bad) + " elements";
     }
-    return c;
   }
-
- private:
-  simdnorm_desc d_;
-  std::vector<size_t> rows_;
-  size_t spr_ = 0;
-  simdnorm_peers::Buffer ref_, sum_, scale_;
-  simdnorm_status status_ = SIMDNORM_OK;
 };
-
-// The simdnorm kernels' tolerance against the reference: they compute in
-// float and round once: within a few ulps for f32 outputs, one rounding step
-// for bf16 and f16, one q for int8. Hugging Face's order rounds xhat to a
-// 16-bit x first, which near a tie may go either way: two ulps of x more.
-void Tolerances(const simdnorm_desc& d, double* tol, double* scale_tol) {
-  *tol = d.y_type == SIMDNORM_F32 ? 16.0 : 1.0;
-  *scale_tol = 1e-6 + 0x1.0p-23;  // the bound, and fl32 of the reference's
-  if ((d.flags & SIMDNORM_ROUND_NORMALIZED) && d.x_type != SIMDNORM_F32) {
-    const int mx = Mantissa(d.x_type);
-    if (d.y_type == SIMDNORM_I8) {
-      *tol += 1.0;
-      *scale_tol += std::ldexp(2.0, -mx);
-    } else {
-      *tol += std::ldexp(2.0, Mantissa(d.y_type) - mx);
-    }
-  }
-}
 
 // One implementation to time: `calls` calls back to back.
 struct Runner {
@@ -334,14 +322,12 @@ ConfigResult MeasureConfig(const Config& c, const Options& s,
   std::unique_ptr<Checker> checker;
   if (s.check) {
     checker = std::make_unique<Checker>(d);
-    if (checker->status() != SIMDNORM_OK) {
+    if (checker->status != SIMDNORM_OK) {
       progress(std::string("reference failed: ") +
-               simdnorm_status_string(checker->status()));
+               simdnorm_status_string(checker->status));
       checker.reset();
     }
   }
-  double tol, scale_tol;
-  Tolerances(d, &tol, &scale_tol);
   std::vector<Runner> kept;
   for (Runner& r : runners) {
     ImplResult& res = r.result;
@@ -367,12 +353,7 @@ ConfigResult MeasureConfig(const Config& c, const Options& s,
         r.run(1);
       }
       if (res.error.empty() && checker && res.type != ImplType::kMemcpy) {
-        const Check ck = checker->Compare(tol, scale_tol);
-        res.err_ulp = ck.err;
-        if (res.type == ImplType::kSimdnorm) {
-          res.err_ok = ck.ok;
-          res.err_detail = ck.detail;
-        }
+        checker->Compare(&res);
       }
     }
     kept.push_back(std::move(r));
