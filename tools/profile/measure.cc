@@ -1,8 +1,9 @@
 // The measurements: each problem's implementations on the same buffers,
 // checked once against the reference, then timed in interleaved batches.
 // --op: GroupNorm, BatchNorm and the backward passes per ISA on the shapes
-// of realistic models (families.h), beside memcpy of the call's bytes;
-// their outputs are not checked here: simdnorm-accuracy --op does that.
+// of realistic models (bench/peers/family_problem.h), beside memcpy of the
+// call's bytes; their outputs are not checked here: simdnorm-accuracy --op
+// does that.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -289,8 +290,8 @@ ConfigResult MeasureConfig(const Config& c, const Options& s,
     add("memcpy", ImplType::kMemcpy,
         Calls([d, src, dst] { simdnorm_peers::copy_bytes(d, src, dst); }));
     // The hand-written loop and oneDNN (2.x: LayerNorm only) compute the
-    // plain call only.
-    if (c.variant.plain()) {
+    // plain call only; the loop takes what it takes (f32 and bf16).
+    if (c.variant.plain() && simdnorm_peers::naive_normalize(d)) {
       add("loop", ImplType::kLoop,
           Calls([d] { simdnorm_peers::naive_normalize(d); }));
     }
@@ -328,37 +329,30 @@ ConfigResult MeasureConfig(const Config& c, const Options& s,
       checker.reset();
     }
   }
-  std::vector<Runner> kept;
   for (Runner& r : runners) {
     ImplResult& res = r.result;
-    if (res.error.empty()) {
-      poison();
-      std::string why;
-      if (res.type == ImplType::kSimdnorm) {
-        if (simdnorm_set_isa(res.name.c_str()) != SIMDNORM_OK) {
-          res.error = "simdnorm_set_isa(\"" + res.name + "\") failed";
-        } else if (const simdnorm_status st = simdnorm_normalize(&d);
-                   st != SIMDNORM_OK) {
-          res.error = simdnorm_status_string(st);
-        }
-      } else if (res.type == ImplType::kLoop) {
-        // The loop takes what it takes (f32 and bf16): skip the others.
-        if (!simdnorm_peers::naive_normalize(d)) continue;
-      } else if (res.type == ImplType::kUnfused) {
-        simdnorm_set_isa(s.isas.front().c_str());
-        if (!simdnorm_peers::unfused_normalize(d, p.scratch(), &why)) {
-          res.error = "unfused peer: " + why;
-        }
-      } else {
-        r.run(1);
+    if (!res.error.empty()) continue;
+    poison();
+    std::string why;
+    if (res.type == ImplType::kSimdnorm) {
+      if (simdnorm_set_isa(res.name.c_str()) != SIMDNORM_OK) {
+        res.error = "simdnorm_set_isa(\"" + res.name + "\") failed";
+      } else if (const simdnorm_status st = simdnorm_normalize(&d);
+                 st != SIMDNORM_OK) {
+        res.error = simdnorm_status_string(st);
       }
-      if (res.error.empty() && checker && res.type != ImplType::kMemcpy) {
-        checker->Compare(&res);
+    } else if (res.type == ImplType::kUnfused) {
+      simdnorm_set_isa(s.isas.front().c_str());
+      if (!simdnorm_peers::unfused_normalize(d, p.scratch(), &why)) {
+        res.error = "unfused peer: " + why;
       }
+    } else {
+      r.run(1);
     }
-    kept.push_back(std::move(r));
+    if (res.error.empty() && checker && res.type != ImplType::kMemcpy) {
+      checker->Compare(&res);
+    }
   }
-  runners = std::move(kept);
 
   Settle(c.threads, ImplType::kOneDnn);
   TimeRunners(&runners, s, c.threads, progress);

@@ -1,5 +1,5 @@
-// simdnorm-profile's parts: the command line (options.cc), the machine
-// (machine.cc), the measurements (measure.cc: one problem at a time, every
+// simdnorm-profile's parts: the command line, the machine and the run
+// (main.cc), the measurements (measure.cc: one problem at a time, every
 // implementation on the same buffers, interleaved) and the outputs
 // (report.cc: the table, JSON, CSV, Markdown and the SVG bar chart).
 #ifndef SIMDNORM_TOOLS_PROFILE_PROFILE_H_
