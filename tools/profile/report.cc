@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string>
@@ -52,7 +53,7 @@ std::vector<Row> Rows(const std::vector<ConfigResult>& results) {
       rows.back() = {&c,
                      &r,
                      t / static_cast<double>(c.config.rows),
-                     static_cast<double>(r.bytes ? r.bytes : c.moved_bytes) / t,
+                     static_cast<double>(r.bytes) / t,
                      peer_ns(ImplType::kMemcpy) / t,
                      peer_ns(ImplType::kLoop) / t,
                      peer_ns(ImplType::kOneDnn) / t,
@@ -164,7 +165,7 @@ Json ResultsJson(const std::vector<ConfigResult>& results) {
         {"error", StringOrNull(r.error)},
         {"note", StringOrNull(r.note)},
         {"variant", c.variant.name()},
-        {"impl_bytes_per_call", r.bytes ? r.bytes : row.c->moved_bytes},
+        {"impl_bytes_per_call", r.bytes},
         {"vs_unfused", Number(row.vs_unfused)},
         {"err_detail", StringOrNull(r.err_detail)},
         {"x_offset", c.offset.x},
@@ -227,11 +228,8 @@ void WriteTable(std::FILE* f, const std::vector<ConfigResult>& results) {
     for (size_t i = 0; i < cells.size(); ++i) {
       const auto& [before, width, show] = columns[i];
       if (!show) continue;
-      if (width < 0) {
-        fmt::print(f, "{}{:<{}}", before, cells[i], -width);
-      } else {
-        fmt::print(f, "{}{:>{}}", before, cells[i], width);
-      }
+      fmt::print(f, fmt::runtime(width < 0 ? "{}{:<{}}" : "{}{:>{}}"), before,
+                 cells[i], std::abs(width));
     }
   };
   print({shown.variants ? "kind variant" : "kind", "dtype", "cols", "rows",
