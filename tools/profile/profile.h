@@ -33,7 +33,7 @@ struct Options {
   std::vector<size_t> rows = {1, 64, 4096};
   std::vector<std::string> isas;  // empty = every ISA of this machine
   std::vector<simdnorm_kind> kinds = simdnorm_tools::AllKinds();
-  // --op: these instead of the row kinds (family_measure.cc).
+  // --op: these instead of the row kinds (MeasureFamilies).
   std::vector<simdnorm_peers::FamilyOp> ops;
   std::vector<Dtypes> dtypes = {{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
                                 {SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16}};
@@ -52,9 +52,9 @@ struct Options {
   bool check = true;      // compare outputs to the reference
   // Exit 1 when a simdnorm call fails or its output is off the reference.
   bool strict = false;
-  bool table = true;           // the human table on stdout
-  std::string json, csv, svg;  // "" = none, "-" = stdout
-  std::string markdown;        // "" = none, "-" = stdout
+  bool table = true;  // the human table on stdout
+  // "" = none, "-" = stdout (not for svg).
+  std::string json, csv, svg, markdown;
   // A Markdown file whose block between the markers (UpdateDoc) is
   // replaced with the Markdown summary ("" = none).
   std::string update_doc;
