@@ -162,6 +162,11 @@ TEST_P(AlignmentTest, LayerNormSameBitsAtEveryAddress) {
 TEST_P(AlignmentTest, RMSNormSameBitsAtEveryAddress) {
   SameBitsAtEveryAddress(SIMDNORM_RMSNORM);
 }
+// L2 normalization shares RMSNorm's statistics pass (RotatedSquares where x
+// is off a line on AVX-512).
+TEST_P(AlignmentTest, L2NormSameBitsAtEveryAddress) {
+  SameBitsAtEveryAddress(SIMDNORM_L2NORM);
+}
 TEST_P(AlignmentTest, LayerNormSameBitsWithWeightsApart) {
   SameBitsWithWeightsApart(SIMDNORM_LAYERNORM);
 }
