@@ -199,17 +199,19 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
   RowSums out;
   size_t i = 0;
   while (i < n) {
-    hn::Vec<DF> sum[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df),
-                          hn::Zero(df)};
-    hn::Vec<DF> sq[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df),
-                         hn::Zero(df)};
+    auto sum0 = hn::Zero(df), sum1 = hn::Zero(df);
+    auto sum2 = hn::Zero(df), sum3 = hn::Zero(df);
+    auto sq0 = hn::Zero(df), sq1 = hn::Zero(df);
+    auto sq2 = hn::Zero(df), sq3 = hn::Zero(df);
     const size_t block_end = n - i > 32 * N ? i + 32 * N : n;
 #if SIMDNORM_SHIFTED_STREAM
     if constexpr (kSq && !kSum && !kMax && kShift == Shift::kNone &&
                   std::is_same_v<TX, float> &&
                   std::is_same_v<hn::Vec<DF>, hn::Vec512<float>>) {
       if (lag != 0 && block_end - i >= 4 * N) {
+        hn::Vec512<float> sq[4];  // no arrays of vectors elsewhere (SVE)
         i = RotatedSquares(x, i, block_end, lag, sq);
+        sq0 = sq[0], sq1 = sq[1], sq2 = sq[2], sq3 = sq[3];
       }
     }
 #else
@@ -233,16 +235,16 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
       const auto v2 = Shifted<kShift>(x2, vs, vk);
       const auto v3 = ShiftedOnFma<kShift>(x3, vs, vk);
       if constexpr (kSum) {
-        sum[0] = hn::Add(sum[0], v0);
-        sum[1] = hn::Add(sum[1], v1);
-        sum[2] = hn::Add(sum[2], v2);
-        sum[3] = hn::Add(sum[3], v3);
+        sum0 = hn::Add(sum0, v0);
+        sum1 = hn::Add(sum1, v1);
+        sum2 = hn::Add(sum2, v2);
+        sum3 = hn::Add(sum3, v3);
       }
       if constexpr (kSq) {
-        sq[0] = hn::MulAdd(v0, v0, sq[0]);
-        sq[1] = hn::MulAdd(v1, v1, sq[1]);
-        sq[2] = hn::MulAdd(v2, v2, sq[2]);
-        sq[3] = hn::MulAdd(v3, v3, sq[3]);
+        sq0 = hn::MulAdd(v0, v0, sq0);
+        sq1 = hn::MulAdd(v1, v1, sq1);
+        sq2 = hn::MulAdd(v2, v2, sq2);
+        sq3 = hn::MulAdd(v3, v3, sq3);
       }
       if constexpr (kMax) {
         max0 = hn::Max(max0, hn::Max(hn::Abs(x0), hn::Abs(x1)));
@@ -256,8 +258,8 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
         StoreF(df, x0, h + i);
       }
       const auto v0 = Shifted<kShift>(x0, vs, vk);
-      if constexpr (kSum) sum[0] = hn::Add(sum[0], v0);
-      if constexpr (kSq) sq[0] = hn::MulAdd(v0, v0, sq[0]);
+      if constexpr (kSum) sum0 = hn::Add(sum0, v0);
+      if constexpr (kSq) sq0 = hn::MulAdd(v0, v0, sq0);
       if constexpr (kMax) max0 = hn::Max(max0, hn::Abs(x0));
     }
     if (i < block_end) {  // the row's last, partial vector: zero-padded
@@ -269,19 +271,18 @@ HWY_INLINE RowSums ReduceRow(DF df, const TX* x, size_t n, float s, float k,
       }
       const auto v1 = hn::IfThenElseZero(hn::FirstN(df, count),
                                          Shifted<kShift>(x1, vs, vk));
-      if constexpr (kSum) sum[1] = hn::Add(sum[1], v1);
-      if constexpr (kSq) sq[1] = hn::MulAdd(v1, v1, sq[1]);
+      if constexpr (kSum) sum1 = hn::Add(sum1, v1);
+      if constexpr (kSq) sq1 = hn::MulAdd(v1, v1, sq1);
       if constexpr (kMax) max1 = hn::Max(max1, hn::Abs(x1));
       i = block_end;
     }
     if constexpr (kSum) {
-      const auto all =
-          hn::Add(hn::Add(sum[0], sum[1]), hn::Add(sum[2], sum[3]));
-      out.sum += hn::GetLane(hn::SumOfLanes(df, all));
+      const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
+      out.sum += hn::GetLane(hn::SumOfLanes(df, sum));
     }
     if constexpr (kSq) {
-      const auto all = hn::Add(hn::Add(sq[0], sq[1]), hn::Add(sq[2], sq[3]));
-      out.sum_sq += hn::GetLane(hn::SumOfLanes(df, all));
+      const auto sq = hn::Add(hn::Add(sq0, sq1), hn::Add(sq2, sq3));
+      out.sum_sq += hn::GetLane(hn::SumOfLanes(df, sq));
     }
   }
   if constexpr (kMax) {
