@@ -2,7 +2,7 @@
 //
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
 //       [cols=896] [offset=0] [yoffset=OFFSET] [woffset=OFFSET] [batches=100]
-//       [flags=0] [isa=NAME] [param=f32|bf16]
+//       [flags=0] [isa=NAME] [param=f32|bf16|f16]
 //
 // offset: bytes past a 64-byte line of x, gamma and beta (and y, unless
 // yoffset gives y's; gamma and beta, unless woffset gives theirs). Both
@@ -13,8 +13,9 @@
 // 1 is a speed-up) and whether the outputs are byte-identical. On a noisy VM
 // two copies of one build measure 1.00-1.01x this way, where separate processes
 // differ by up to 30 %. kind: layernorm (with gamma and beta), rmsnorm, l2norm
-// (gamma); dtype: f32 or bf16 for x, y and the weights (param: the weights'
-// own); flags: simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
+// (gamma); dtype: f32, bf16 or f16 for x, y and the weights, or X:Y for x
+// and y apart (the weights X's unless param gives theirs); flags:
+// simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
 // SIMDNORM_FAST_ROUNDING). kind KIND-backward (layernorm, rmsnorm) times
 // simdnorm_backward instead: dx, dgamma and dbeta (layernorm) from the
 // forward's saved statistics, as autograd calls it; dy = N(0,1).
@@ -85,6 +86,29 @@ uint16_t Bf16(float f) {  // round to nearest-even (finite inputs)
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
+// f16 bits of a normal |f| in [2^-14, 65504] (the inputs' range here),
+// rounded half up: any f16 value serves as an input.
+uint16_t F16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
+  if (a < 0x38800000u) return static_cast<uint16_t>(sign);  // to +-0
+  return static_cast<uint16_t>(sign | ((a - 0x38000000u + 0x1000u) >> 13));
+}
+
+struct Type {
+  simdnorm_dtype id;
+  size_t bytes;
+};
+
+Type TypeOf(const std::string& name) {
+  if (name == "bf16") return {SIMDNORM_BF16, 2};
+  if (name == "f16") return {SIMDNORM_F16, 2};
+  if (name == "f32") return {SIMDNORM_F32, 4};
+  std::fprintf(stderr, "unknown dtype %s\n", name.c_str());
+  std::exit(2);
+}
+
 // A buffer of n elements starting `offset` bytes past a 64-byte line.
 struct Buffer {
   std::vector<unsigned char> raw;
@@ -110,7 +134,8 @@ void ChannelDesc(const simdnorm_desc& d, const void* beta,
   e.hw = d.rows;
   e.layout = EndsWith(kind, "-nhwc") ? SIMDNORM_NHWC : SIMDNORM_NCHW;
   e.x = d.x;
-  e.x_type = e.y_type = d.x_type;
+  e.x_type = d.x_type;
+  e.y_type = d.y_type;
   e.gamma = d.gamma;
   e.beta = beta;
   e.param_type = d.param_type;
@@ -124,10 +149,10 @@ void ChannelDesc(const simdnorm_desc& d, const void* beta,
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] "
+                 "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16|X:Y] "
                  "[rows=64] [cols=896] [offset=0] [yoffset=OFFSET] "
                  "[woffset=OFFSET] [batches=100] [flags=0] "
-                 "[isa=NAME] [param=f32|bf16]\n",
+                 "[isa=NAME] [param=f32|bf16|f16]\n",
                  argv[0]);
     return 2;
   }
@@ -158,7 +183,12 @@ int main(int argc, char** argv) {
       0, opt["kind"].size() - (backward ? suffix.size() : 0));
   const bool group = kind.rfind("groupnorm-", 0) == 0;
   const bool batch = kind.rfind("batchnorm-training-", 0) == 0;
-  const bool bf16 = opt["dtype"] == "bf16";
+  const std::string& dtype = opt["dtype"];
+  const size_t colon = dtype.find(':');
+  const Type tx = TypeOf(dtype.substr(0, colon));
+  const Type ty =
+      colon == std::string::npos ? tx : TypeOf(dtype.substr(colon + 1));
+  const Type tp = opt["param"].empty() ? tx : TypeOf(opt["param"]);
   const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
   const size_t offset = std::stoul(opt["offset"]);
   const auto offset_of = [&](const char* key) {
@@ -166,31 +196,31 @@ int main(int argc, char** argv) {
   };
   const size_t y_offset = offset_of("yoffset"), w_offset = offset_of("woffset");
   const int batches = std::stoi(opt["batches"]);
-  const size_t elem = bf16 ? 2 : 4;
-  const bool param_bf16 = opt["param"].empty() ? bf16 : opt["param"] == "bf16";
+  const size_t elem = tx.bytes, y_elem = ty.bytes;
 
-  Buffer x(rows * cols * elem, offset), y0(rows * cols * elem, y_offset),
-      y1(rows * cols * elem, y_offset), gamma(cols * 4, w_offset),
-      beta(cols * 4, w_offset), dy(rows * cols * elem, offset),
-      sums0(2 * cols * 4, 0), sums1(2 * cols * 4, 0), saved(2 * rows * 4, 0);
+  const size_t out = rows * cols * std::max(elem, y_elem);  // y or dx
+  Buffer x(rows * cols * elem, offset), y0(out, y_offset), y1(out, y_offset),
+      gamma(cols * 4, w_offset), beta(cols * 4, w_offset),
+      dy(rows * cols * elem, offset), sums0(2 * cols * 4, 0),
+      sums1(2 * cols * 4, 0), saved(2 * rows * 4, 0);
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   const auto fill = [&](unsigned char* p, size_t n, float mean, float sd,
-                        bool as_bf16) {
+                        Type t) {
     for (size_t i = 0; i < n; ++i) {
       const float v = mean + sd * normal(rng);
-      if (as_bf16) {
-        const uint16_t b = Bf16(v);
+      if (t.bytes == 2) {
+        const uint16_t b = t.id == SIMDNORM_BF16 ? Bf16(v) : F16(v);
         std::memcpy(p + 2 * i, &b, 2);
       } else {
         std::memcpy(p + 4 * i, &v, 4);
       }
     }
   };
-  fill(x.p, rows * cols, 0.0f, 1.0f, bf16);
-  fill(gamma.p, cols, 1.0f, 0.1f, param_bf16);
-  fill(beta.p, cols, 0.0f, 0.1f, param_bf16);
-  fill(dy.p, rows * cols, 0.0f, 1.0f, bf16);
+  fill(x.p, rows * cols, 0.0f, 1.0f, tx);
+  fill(gamma.p, cols, 1.0f, 0.1f, tp);
+  fill(beta.p, cols, 0.0f, 0.1f, tp);
+  fill(dy.p, rows * cols, 0.0f, 1.0f, tx);
 
   simdnorm_desc d = {};
   d.kind = kind == "layernorm" ? SIMDNORM_LAYERNORM
@@ -199,8 +229,9 @@ int main(int argc, char** argv) {
   d.rows = rows;
   d.cols = cols;
   d.x = x.p;
-  d.x_type = d.y_type = d.param_type = bf16 ? SIMDNORM_BF16 : SIMDNORM_F32;
-  d.param_type = param_bf16 ? SIMDNORM_BF16 : SIMDNORM_F32;
+  d.x_type = tx.id;
+  d.y_type = ty.id;
+  d.param_type = tp.id;
   d.gamma = gamma.p;
   d.beta = d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
   d.eps = 1e-6f;
@@ -274,13 +305,13 @@ int main(int argc, char** argv) {
     min[w] = v.front();
     median[w] = v[v.size() / 2];
   }
-  const bool same = std::memcmp(y0.p, y1.p, rows * cols * elem) == 0 &&
+  const bool same = std::memcmp(y0.p, y1.p, out) == 0 &&
                     std::memcmp(sums0.p, sums1.p, 2 * cols * 4) == 0;
   std::printf(
       "%s %s rows %zu cols %zu offset %zu flags %u isa %s: old min %.1f "
       "median %.1f, new min %.1f median %.1f ns/row; old/new min %.3f "
       "median %.3f; outputs %s\n",
-      opt["kind"].c_str(), bf16 ? "bf16" : "f32", rows, cols, offset, d.flags,
+      opt["kind"].c_str(), dtype.c_str(), rows, cols, offset, d.flags,
       isa ? isa : "auto", min[0], median[0], min[1], median[1], min[0] / min[1],
       median[0] / median[1], same ? "identical" : "DIFFER");
   return same ? 0 : 3;

@@ -443,6 +443,57 @@ HWY_INLINE bool StoreIfAlikeBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
 }
 #endif
 
+#if SIMDNORM_F16C
+// f16 as StoreIfAlikeBF16 for bf16: both ends of each lane rounded by
+// VCVTPS2PH (round-to-nearest-even, monotonic, f16 subnormals exact; an
+// fp32 subnormal end, rounded or read as zero, gives +-0 either way), the
+// low ends' f16 stored in order (a then b) and whether every lane's ends
+// agreed. Ends that straddle zero give -0 and +0, which differ; an inf has
+// a NaN end. For a and b that are not NaN (finite weights).
+template <class DF>
+HWY_INLINE bool StoreIfAlikeF16(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
+                                hn::Vec<DF> b, hn::Vec<DF> eb,
+                                f16_t* HWY_RESTRICT p) {
+  const hn::Rebind<f16_t, DF> dh;
+  const hn::Rebind<uint16_t, DF> du16;
+  const auto bits = [&](hn::Vec<DF> v) {
+    return hn::BitCast(du16, hn::DemoteTo(dh, v));
+  };
+  const auto a_lo = bits(hn::Sub(a, ea)), b_lo = bits(hn::Sub(b, eb));
+  const auto alike = hn::And(hn::Eq(a_lo, bits(hn::Add(a, ea))),
+                             hn::Eq(b_lo, bits(hn::Add(b, eb))));
+  uint16_t* q = reinterpret_cast<uint16_t*>(p);
+  hn::StoreU(a_lo, du16, q);
+  hn::StoreU(b_lo, du16, q + hn::Lanes(df));
+  return hn::AllTrue(du16, alike);
+}
+
+template <bool kPaired, class DF>
+HWY_INLINE bool StoreIfAlike(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
+                             hn::Vec<DF> b, hn::Vec<DF> eb,
+                             f16_t* HWY_RESTRICT p) {
+  return StoreIfAlikeF16(df, a, ea, b, eb, p);  // in order either way
+}
+#endif
+
+#if SIMDNORM_AVX512BF16
+template <bool kPaired, class DF>
+HWY_INLINE bool StoreIfAlike(DF /*df*/, hn::Vec<DF> a, hn::Vec<DF> ea,
+                             hn::Vec<DF> b, hn::Vec<DF> eb,
+                             bf16_t* HWY_RESTRICT p) {
+  return StoreIfAlikeBF16<kPaired>(a.raw, ea.raw, b.raw, eb.raw, p);
+}
+#endif
+
+// Whether StoreIfAlike rounds both ends of y's bounds by hardware for y of
+// type TY: bf16 with AVX512_BF16, whole 512-bit vectors; f16 with F16C.
+template <class DF, typename TY>
+inline constexpr bool kHardwareEnds =
+#if SIMDNORM_AVX512BF16
+    (kZmm<DF> && std::is_same_v<TY, bf16_t>) ||
+#endif
+    (SIMDNORM_F16C && std::is_same_v<TY, f16_t>);
+
 // Stores of results already rounded to bf16 (their low halves are zero, as
 // RoundsAlikeBF16 gives them): the top halves moved into place, no
 // rounding. A pair as StorePair places it; one vector in order.

@@ -2003,23 +2003,23 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
-#if SIMDNORM_AVX512BF16
-  // bf16 y with finite weights (`finite`): both ends of each lane rounded
-  // by VCVTNE2PS2BF16 (StoreIfAlikeBF16), ~10 operations per 2N fewer than
-  // two RoundsAlikeBF16 and the packing. e >= kYFloor = 2^-111 on every
-  // lane, except an uncentered kind's x = 0, whose y is an exact +-0 then
-  // (no beta) and e = 0 (-0's ends are -0 and +0: decided again); a NaN y
-  // needs a NaN weight. DecideChunk stores its group again (a tie at a low
-  // end rounds to even here).
-  if constexpr (kZmm<DF> && std::is_same_v<TY, bf16_t>) {
+#if SIMDNORM_AVX512BF16 || SIMDNORM_F16C
+  // 16-bit y with finite weights (`finite`): both ends of each lane rounded
+  // by the hardware (StoreIfAlike: VCVTNE2PS2BF16 for bf16, ~10 operations
+  // per 2N fewer than two RoundsAlikeBF16 and the packing; VCVTPS2PH for
+  // f16, where RoundsClear takes ~15 per vector). e >= kYFloor = 2^-111 on
+  // every lane, except an uncentered kind's x = 0, whose y is an exact +-0
+  // then (no beta) and e = 0 (-0's ends are -0 and +0: decided again); a
+  // NaN y needs a NaN weight. DecideChunk stores its group again (a tie at
+  // a low end rounds to even here).
+  if constexpr (kHardwareEnds<DF, TY>) {
     if (w.finite) {
       constexpr bool kPaired = kPairs<TX, TY, TP>;
       for (size_t i = begin; i < end; i += 2 * N) {
         hn::Vec<DF> va, vb, ea, eb;
         LeanBound2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
                                             vab, va, vb, ea, eb);
-        if (HWY_UNLIKELY(!StoreIfAlikeBF16<kPaired>(va.raw, ea.raw, vb.raw,
-                                                    eb.raw, y + i))) {
+        if (HWY_UNLIKELY(!StoreIfAlike<kPaired>(df, va, ea, vb, eb, y + i))) {
           flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
         }
       }
@@ -2635,14 +2635,15 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
     }
   }
-#if SIMDNORM_AVX512BF16
-  // Uncentered kinds without beta only: with beta, x = 0 has y = beta, and
-  // a subnormal beta's ends would flush to zero and agree (LeanChunk).
-  if constexpr (std::is_same_v<TY, bf16_t>) {
+  // Weights that make LeanChunk round both ends by hardware. bf16: the
+  // uncentered kinds without beta only (with beta, x = 0 has y = beta, and
+  // a subnormal beta's ends would flush to zero and agree); f16 converts
+  // subnormals exactly.
+  if constexpr (kHardwareEnds<decltype(df), TY>) {
+    constexpr bool kAnyBeta = kLayerNorm || std::is_same_v<TY, f16_t>;
     w.finite = !w.has_offset && FiniteWeights(w.gamma, n) &&
-               (kLayerNorm ? FiniteWeights(w.beta, n) : w.beta == nullptr);
+               (kAnyBeta ? FiniteWeights(w.beta, n) : w.beta == nullptr);
   }
-#endif
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
   HWY_ALIGN TX stack_scratch[kRowRoom];
   std::unique_ptr<TX[]> heap_scratch;

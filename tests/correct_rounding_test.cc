@@ -566,6 +566,39 @@ TEST(CorrectRounding, ConstantRowsOfTheSmallestSubnormals) {
   }
 }
 
+// f16 y over its whole range, as the x86 kernels round it by the hardware
+// (both ends of each lane's bound through VCVTPS2PH): gamma from 2^-34 to
+// 2^17 puts y among f16's subnormals, its normals and beyond 65504 (inf),
+// with and without a beta of subnormal and huge f16 values.
+TEST(CorrectRounding, F16ResultsAcrossTheRange) {
+  const size_t rows = 3, cols = 1000;
+  Rng rng(24);
+  std::vector<float> g(cols), b(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    const int e = static_cast<int>(j % 52) - 34;
+    g[j] = static_cast<float>(std::ldexp(1.0 + rng.Uniform(), e) *
+                              (j % 3 == 0 ? -1 : 1));
+    b[j] = static_cast<float>(std::ldexp(rng.Normal(), e));
+  }
+  for (simdnorm_kind kind : {SIMDNORM_LAYERNORM, SIMDNORM_RMSNORM}) {
+    for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+      for (bool with_beta : {false, true}) {
+        Inputs in;
+        in.kind = kind;
+        in.x_type = xt;
+        in.y_type = SIMDNORM_F16;
+        in.p_type = SIMDNORM_F32;
+        in.rows = rows;
+        in.cols = cols;
+        in.x = Store(xt, MakeRows(Family::kStdNormal, rows, cols, 25u));
+        in.gamma = Store(SIMDNORM_F32, g);
+        if (with_beta) in.beta = Store(SIMDNORM_F32, b);
+        ExpectOracle(in, ExpectSameBytesOnEveryIsa(in));
+      }
+    }
+  }
+}
+
 TEST(CorrectRounding, InPlace) {
   const size_t rows = 5, cols = 897;
   for (simdnorm_dtype t : {SIMDNORM_BF16, SIMDNORM_F16}) {
