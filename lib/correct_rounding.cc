@@ -71,10 +71,12 @@ struct Bracket {
   int lo, hi;
 };
 
-// The common case, without Round16's scaling: f, the float nearest y, is
-// within 2^-24 |y| of it; the boundary of f's 16-bit cell just above f's
-// truncation (a float) is farther from y than e and that; the others are a
-// quarter spacing away at least. Then f rounds as y does, by integer steps.
+// The common case, without Round16's scaling: the rounding boundary of
+// y's 16-bit cell just above |y|'s truncation, a double of |y|'s binade,
+// is farther from |y| than e (|y| - mid is exact: Sterbenz); the other
+// boundaries are a quarter spacing away at least (e < spacing / 8). Then
+// the truncation, or the next code (a carry may reach the exponent), is
+// the rounding, by integer steps on the double's bits.
 bool DecideFast(simdnorm_dtype t, double y, double e, uint16_t* bits) {
   const bool bf = t == SIMDNORM_BF16;
   const double a = std::fabs(y);
@@ -82,21 +84,21 @@ bool DecideFast(simdnorm_dtype t, double y, double e, uint16_t* bits) {
       !(e < a * (bf ? 0x1p-12 : 0x1p-15))) {
     return false;
   }
-  const float f = static_cast<float>(a);
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  const uint32_t mid_bits =
-      bf ? ((u & 0xFFFF0000u) | 0x8000u) : ((u & 0xFFFFE000u) | 0x1000u);
-  float mid;
+  // Of double's 52 fraction bits, bf16 keeps 7 and f16 10.
+  const int drop = bf ? 45 : 42;
+  uint64_t u;
+  std::memcpy(&u, &a, sizeof(u));
+  const uint64_t mid_bits =
+      (u & ~((uint64_t{1} << drop) - 1)) | (uint64_t{1} << (drop - 1));
+  double mid;
   std::memcpy(&mid, &mid_bits, sizeof(mid));
-  if (!(std::fabs(a - mid) > e * (1 + 0x1p-40) + a * 0x1p-22)) return false;
-  const uint16_t sign = y < 0 ? 0x8000 : 0;
-  if (bf) {
-    *bits = sign | static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1)) >> 16);
-  } else {  // rebias the exponent from 127 to 15
-    const uint32_t r = (u + 0xFFFu + ((u >> 13) & 1)) >> 13;
-    *bits = sign | static_cast<uint16_t>(r - (112u << 10));
-  }
+  const double dist = a - mid;
+  if (!(std::fabs(dist) > e)) return false;
+  const uint64_t code = (u >> drop) + (dist > 0 ? 1 : 0);
+  // Rebias the exponent from 1023 to 127 (bf16) or 15 (f16).
+  const uint64_t rebias =
+      bf ? uint64_t{1023 - 127} << 7 : uint64_t{1023 - 15} << 10;
+  *bits = static_cast<uint16_t>((y < 0 ? 0x8000 : 0) | (code - rebias));
   return true;
 }
 
