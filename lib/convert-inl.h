@@ -34,18 +34,22 @@ namespace hn = hwy::HWY_NAMESPACE;
 using bf16_t = hwy::bfloat16_t;
 using f16_t = hwy::float16_t;
 
-// binary16 through the hardware (F16C's vcvtph2ps / vcvtps2ph on AVX2 and
-// AVX-512, as Highway's PromoteTo and DemoteTo emit them there; every x86
-// target from AVX2 up, AVX3_ZEN4 and AVX3_SPR of newer Highways included):
-// exact widening and round-to-nearest-even narrowing, subnormals included.
+// binary16 through the hardware: F16C's vcvtph2ps / vcvtps2ph on AVX2 and
+// AVX-512 (every x86 target from AVX2 up, AVX3_ZEN4 and AVX3_SPR of newer
+// Highways included), FCVT on NEON and SVE, as Highway's PromoteTo and
+// DemoteTo emit them there: exact widening and round-to-nearest-even
+// narrowing, subnormals included (FPCR's default, which Arm programs keep).
 // They keep NaN payloads, which the stores below replace by the default
-// NaN, as the integer path of the other targets gives. Elsewhere (Highway
-// 1.0.3 emulates the conversions by truncation) the integer path below.
-#undef SIMDNORM_F16C
+// NaN, as the integer path of the other targets gives. Elsewhere (SSE4,
+// SSSE3, SCALAR and EMU128: Highway 1.0.3 emulates the conversions by
+// truncation) the integer path below.
+#undef SIMDNORM_HW_F16
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
-#define SIMDNORM_F16C 1
+#define SIMDNORM_HW_F16 1
+#elif HWY_ARCH_ARM_A64 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#define SIMDNORM_HW_F16 1
 #else
-#define SIMDNORM_F16C 0
+#define SIMDNORM_HW_F16 0
 #endif
 
 // bf16 narrowing by the AVX512_BF16 instructions (VCVTNE2PS2BF16,
@@ -148,7 +152,7 @@ HWY_INLINE hn::Vec<DF> LoadF(DF df, const bf16_t* HWY_RESTRICT p) {
 
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadF(DF df, const f16_t* HWY_RESTRICT p) {
-#if SIMDNORM_F16C
+#if SIMDNORM_HW_F16
   return hn::PromoteTo(df, hn::LoadU(hn::Rebind<f16_t, DF>(), p));
 #else
   const hn::Rebind<uint16_t, DF> d16;
@@ -253,7 +257,7 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
 
 template <bool kQuietNaN = true, class DF>
 HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* HWY_RESTRICT p) {
-#if SIMDNORM_F16C
+#if SIMDNORM_HW_F16
   // NaN lanes become the quiet NaN without payload (0x7E00, sign kept).
   const hn::RebindToUnsigned<DF> du;
   const auto quiet =
@@ -278,7 +282,7 @@ HWY_INLINE hn::Vec<DF> RoundTo(DF df, hn::Vec<DF> v) {
     return hn::BitCast(
         df, hn::And(RoundedToBF16Bits<false>(df, v), hn::Set(du, 0xFFFF0000u)));
   } else if constexpr (std::is_same_v<T, f16_t>) {
-#if SIMDNORM_F16C  // v is finite here (the normalized value of a row)
+#if SIMDNORM_HW_F16  // v is finite here (the normalized value of a row)
     const hn::Rebind<f16_t, DF> d16;
     return hn::PromoteTo(df, hn::DemoteTo(d16, v));
 #else
@@ -301,10 +305,11 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> q, int8_t* HWY_RESTRICT p) {
 
 // ------------------------------ Pairs of vectors (2N elements)
 
-// With F16C, f16 converts by whole vectors and pairs like float.
+// With the hardware conversions, f16 converts by whole vectors and pairs
+// like float.
 template <typename T>
 inline constexpr bool kEvenOdd = std::is_same_v<T, bf16_t> ||
-                                 (!SIMDNORM_F16C && std::is_same_v<T, f16_t>);
+                                 (!SIMDNORM_HW_F16 && std::is_same_v<T, f16_t>);
 
 // The first and second vector of the pair at p.
 template <class DF>
@@ -330,7 +335,7 @@ HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const bf16_t* HWY_RESTRICT p) {
 
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const f16_t* HWY_RESTRICT p) {
-#if SIMDNORM_F16C
+#if SIMDNORM_HW_F16
   return LoadF(df, p);
 #else
   const hn::RebindToUnsigned<DF> du32;
@@ -340,7 +345,7 @@ HWY_INLINE hn::Vec<DF> LoadPairA(DF df, const f16_t* HWY_RESTRICT p) {
 }
 template <class DF>
 HWY_INLINE hn::Vec<DF> LoadPairB(DF df, const f16_t* HWY_RESTRICT p) {
-#if SIMDNORM_F16C
+#if SIMDNORM_HW_F16
   return LoadF(df, p + hn::Lanes(df));
 #else
   const hn::RebindToUnsigned<DF> du32;
@@ -390,7 +395,7 @@ HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
 template <bool kQuietNaN = true, bool kStream = false, class DF>
 HWY_INLINE void StorePair(DF df, hn::Vec<DF> a, hn::Vec<DF> b,
                           f16_t* HWY_RESTRICT p) {
-#if SIMDNORM_F16C  // in order, with cached stores (half vectors)
+#if SIMDNORM_HW_F16  // in order, with cached stores (half vectors)
   StoreF(df, a, p);
   StoreF(df, b, p + hn::Lanes(df));
 #else
@@ -443,9 +448,10 @@ HWY_INLINE bool StoreIfAlikeBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
 }
 #endif
 
-#if SIMDNORM_F16C
-// f16 as StoreIfAlikeBF16 for bf16: both ends of each lane rounded by
-// VCVTPS2PH (round-to-nearest-even, monotonic, f16 subnormals exact; an
+#if SIMDNORM_HW_F16
+// f16 as StoreIfAlikeBF16 for bf16: both ends of each lane rounded by the
+// hardware (VCVTPS2PH, FCVT: round-to-nearest-even, monotonic, f16
+// subnormals exact; an
 // fp32 subnormal end, rounded or read as zero, gives +-0 either way), the
 // low ends' f16 stored in order (a then b) and whether every lane's ends
 // agreed. Ends that straddle zero give -0 and +0, which differ; an inf has
@@ -486,13 +492,14 @@ HWY_INLINE bool StoreIfAlike(DF /*df*/, hn::Vec<DF> a, hn::Vec<DF> ea,
 #endif
 
 // Whether StoreIfAlike rounds both ends of y's bounds by hardware for y of
-// type TY: bf16 with AVX512_BF16, whole 512-bit vectors; f16 with F16C.
+// type TY: bf16 with AVX512_BF16, whole 512-bit vectors; f16 with
+// SIMDNORM_HW_F16.
 template <class DF, typename TY>
 inline constexpr bool kHardwareEnds =
 #if SIMDNORM_AVX512BF16
     (kZmm<DF> && std::is_same_v<TY, bf16_t>) ||
 #endif
-    (SIMDNORM_F16C && std::is_same_v<TY, f16_t>);
+    (SIMDNORM_HW_F16 && std::is_same_v<TY, f16_t>);
 
 // Stores of results already rounded to bf16 (their low halves are zero, as
 // RoundsAlikeBF16 gives them): the top halves moved into place, no

@@ -2003,7 +2003,7 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
-#if SIMDNORM_AVX512BF16 || SIMDNORM_F16C
+#if SIMDNORM_AVX512BF16 || SIMDNORM_HW_F16
   // 16-bit y with finite weights (`finite`): both ends of each lane rounded
   // by the hardware (StoreIfAlike: VCVTNE2PS2BF16 for bf16, ~10 operations
   // per 2N fewer than two RoundsAlikeBF16 and the packing; VCVTPS2PH for
