@@ -451,15 +451,15 @@ HWY_INLINE bool StoreIfAlikeBF16(__m512 a, __m512 ea, __m512 b, __m512 eb,
 #if SIMDNORM_HW_F16
 // f16 as StoreIfAlikeBF16 for bf16: both ends of each lane rounded by the
 // hardware (VCVTPS2PH, FCVT: round-to-nearest-even, monotonic, f16
-// subnormals exact; an
-// fp32 subnormal end, rounded or read as zero, gives +-0 either way), the
-// low ends' f16 stored in order (a then b) and whether every lane's ends
-// agreed. Ends that straddle zero give -0 and +0, which differ; an inf has
-// a NaN end. For a and b that are not NaN (finite weights).
-template <class DF>
-HWY_INLINE bool StoreIfAlikeF16(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
-                                hn::Vec<DF> b, hn::Vec<DF> eb,
-                                f16_t* HWY_RESTRICT p) {
+// subnormals exact; an fp32 subnormal end, rounded or read as zero, gives
+// +-0 either way), the low ends' f16 stored in order (a then b, whatever
+// kPaired) and whether every lane's ends agreed. Ends that straddle zero
+// give -0 and +0, which differ; an inf has a NaN end. For a and b that are
+// not NaN (finite weights).
+template <bool kPaired, class DF>
+HWY_INLINE bool StoreIfAlike(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
+                             hn::Vec<DF> b, hn::Vec<DF> eb,
+                             f16_t* HWY_RESTRICT p) {
   const hn::Rebind<f16_t, DF> dh;
   const hn::Rebind<uint16_t, DF> du16;
   const auto bits = [&](hn::Vec<DF> v) {
@@ -472,13 +472,6 @@ HWY_INLINE bool StoreIfAlikeF16(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
   hn::StoreU(a_lo, du16, q);
   hn::StoreU(b_lo, du16, q + hn::Lanes(df));
   return hn::AllTrue(du16, alike);
-}
-
-template <bool kPaired, class DF>
-HWY_INLINE bool StoreIfAlike(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
-                             hn::Vec<DF> b, hn::Vec<DF> eb,
-                             f16_t* HWY_RESTRICT p) {
-  return StoreIfAlikeF16(df, a, ea, b, eb, p);  // in order either way
 }
 #endif
 
