@@ -185,16 +185,81 @@ uint16_t RoundProductSum(simdnorm_dtype ty, double t, float g, float b) {
 
 namespace {
 
+// S = sum x and Q = sum x^2 of floats, exactly, by binned summation: x =
+// +-m 2^(i - 150), m < 2^24, in bin i (the biased exponent; subnormals in
+// bin 1, whose scale they share), and x^2 = m^2 2^(2i - 300) with m^2
+// split at 2^24 into two parts. Each bin adds integers, a few integer
+// operations a term (DyadicSum's carries: ~12 ns an element); the bins
+// are folded into DyadicSums every 2^38 terms (before an int64 bin could
+// overflow) and at the end.
+class FloatSums {
+ public:
+  void Add(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, sizeof(b));
+    const uint32_t f = b >> 23 & 0xFF;
+    const int64_t m = (b & 0x7FFFFF) | (f != 0 ? 0x800000 : 0);
+    const size_t i = f != 0 ? f : 1;
+    s_[i] += (b >> 31) != 0 ? -m : m;
+    const uint64_t q = static_cast<uint64_t>(m * m);
+    q_hi_[i] += q >> 24;
+    q_lo_[i] += q & 0xFFFFFF;
+    if (++terms_ == uint64_t{1} << 38) Fold();
+  }
+  Dyadic S() {
+    Fold();
+    return s_sum_.Value();
+  }
+  Dyadic Q() {
+    Fold();
+    return q_sum_.Value();
+  }
+
+ private:
+  // v 2^e into sum: v's two 32-bit halves are exact doubles (e stays
+  // within double's normal range: -298 to 2^8 above float's largest).
+  static void AddScaled(DyadicSum& sum, int64_t v, int e) {
+    const uint64_t a = v < 0 ? 0 - static_cast<uint64_t>(v) : v;
+    const double sign = v < 0 ? -1.0 : 1.0;
+    sum.Add(sign * std::ldexp(static_cast<double>(a >> 32), e + 32));
+    sum.Add(sign * std::ldexp(static_cast<double>(a & 0xFFFFFFFF), e));
+  }
+  void Fold() {
+    for (int i = 1; i < 256; ++i) {
+      if (s_[i] != 0) AddScaled(s_sum_, s_[i], i - 150);
+      if (q_hi_[i] != 0) {
+        AddScaled(q_sum_, static_cast<int64_t>(q_hi_[i]), 2 * i - 300 + 24);
+      }
+      if (q_lo_[i] != 0) {
+        AddScaled(q_sum_, static_cast<int64_t>(q_lo_[i]), 2 * i - 300);
+      }
+      s_[i] = 0;
+      q_hi_[i] = q_lo_[i] = 0;
+    }
+    terms_ = 0;
+  }
+
+  int64_t s_[256] = {};
+  uint64_t q_hi_[256] = {}, q_lo_[256] = {};
+  uint64_t terms_ = 0;
+  DyadicSum s_sum_, q_sum_;
+};
+
 const ExactSums& Exact(const CrRow& row, CrCache& cache) {
   if (!cache.has_exact) {
     ExactSums* e = &cache.exact;
     e->n = Dyadic::FromDouble(static_cast<double>(row.n));
-    e->s = e->q = Dyadic();
-    for (size_t i = 0; i < row.n; ++i) {
-      const Dyadic x = Dyadic::FromDouble(RowElement(row, i));
-      e->s = e->s + x;
-      e->q = e->q + x * x;
+    // Run by run, as RowElement indexes them.
+    FloatSums sums;
+    for (size_t j0 = 0, at = 0; j0 < row.n;
+         j0 += row.run, at += row.run_stride) {
+      const size_t len = std::min(row.run, row.n - j0);
+      for (size_t i = 0; i < len; ++i) {
+        sums.Add(LoadAsFloat(row.x, row.x_storage, at + i * row.step));
+      }
     }
+    e->s = sums.S();
+    e->q = sums.Q();
     const Dyadic n_second =
         Centered(row) ? e->n * e->q - e->s * e->s : e->n * e->q;
     e->d = OpOf(row.kind)->exact_n2_d2(e->n, n_second,

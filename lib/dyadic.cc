@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace simdnorm {
 namespace internal {
@@ -144,6 +145,57 @@ Dyadic Dyadic::operator*(const Dyadic& o) const {
   d.exp_ = exp_ + o.exp_;
   d.mag_ = std::move(r);
   return d;
+}
+
+void DyadicSum::Add(double v) {
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const int field = static_cast<int>(bits >> 52 & 0x7FF);
+  uint64_t m = bits & ((uint64_t{1} << 52) - 1);
+  if (field != 0) m |= uint64_t{1} << 52;
+  if (m == 0) return;
+  // v = +-m * 2^(p + kLow): p = field - 1 for normal v, 0 for subnormal.
+  const int p = field != 0 ? field - 1 : 0;
+  const size_t k = static_cast<size_t>(p / 32);
+  const int r = p % 32;
+  const uint64_t lo = (m & 0xFFFFFFFF) << r, hi = (m >> 32) << r;
+  // Each below 2^33: 2^29 terms fit an int64 digit from below 2^32.
+  const int64_t d0 = static_cast<int64_t>(lo & 0xFFFFFFFF);
+  const int64_t d1 = static_cast<int64_t>((lo >> 32) + (hi & 0xFFFFFFFF));
+  const int64_t d2 = static_cast<int64_t>(hi >> 32);
+  if (bits >> 63) {
+    digits_[k] -= d0;
+    digits_[k + 1] -= d1;
+    digits_[k + 2] -= d2;
+  } else {
+    digits_[k] += d0;
+    digits_[k + 1] += d1;
+    digits_[k + 2] += d2;
+  }
+  if (++terms_ == uint32_t{1} << 28) Carry();
+}
+
+// Every digit but the top one into [0, 2^32), the rest carried up (floor).
+void DyadicSum::Carry() {
+  for (size_t k = 0; k + 1 < kDigits; ++k) {
+    const int64_t low = digits_[k] & 0xFFFFFFFF;
+    digits_[k + 1] += (digits_[k] - low) / (int64_t{1} << 32);  // exact
+    digits_[k] = low;
+  }
+  terms_ = 0;
+}
+
+Dyadic DyadicSum::Value() const {
+  DyadicSum c = *this;
+  c.Carry();
+  Dyadic r;
+  for (size_t k = 0; k < kDigits; ++k) {
+    if (c.digits_[k] != 0) {  // below 2^32 in magnitude: an exact double
+      r = r + Dyadic::FromDouble(static_cast<double>(c.digits_[k]))
+                  .Scaled(static_cast<int>(32 * k) + kLow);
+    }
+  }
+  return r;
 }
 
 }  // namespace internal

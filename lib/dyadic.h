@@ -51,6 +51,12 @@ class Dyadic {
   Dyadic operator+(const Dyadic& o) const;
   Dyadic operator-(const Dyadic& o) const;
   Dyadic operator*(const Dyadic& o) const;
+  // *this * 2^e (exact).
+  Dyadic Scaled(int e) const {
+    Dyadic r = *this;
+    r.exp_ += e;
+    return r;
+  }
   // -1, 0 or +1.
   int Sign() const { return mag_.empty() ? 0 : (neg_ ? -1 : 1); }
   // Sign of *this - o.
@@ -66,6 +72,28 @@ class Dyadic {
   bool neg_ = false;
   int exp_ = 0;
   Limbs mag_;  // empty = 0
+};
+
+// The exact sum of many finite doubles at O(1) a term: a fixed-point
+// accumulator over double's whole range (Kulisch's long accumulator) of
+// 32-bit digits in int64 words, whose carries are propagated only every
+// 2^28 terms and at the end. Adding Dyadics term by term took ~60 ns a
+// term: 5 ms for the exact sums of one GroupNorm group of 40960 floats.
+class DyadicSum {
+ public:
+  void Add(double v);
+  Dyadic Value() const;
+
+ private:
+  void Carry();
+
+  // Digit k weighs 2^(32 k - 1074), double's least subnormal; a double's
+  // 53 bits span three digits at most, the top one sums up to 2^30 terms
+  // of 2^1024 with room to spare.
+  static constexpr int kLow = -1074;
+  static constexpr size_t kDigits = 70;
+  int64_t digits_[kDigits] = {};
+  uint32_t terms_ = 0;  // since the last Carry
 };
 
 }  // namespace internal
