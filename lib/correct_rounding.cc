@@ -807,9 +807,13 @@ double F16BitsToDouble(uint16_t b) {
   if (exp == 0x1F) {
     v = mant ? NAN : INFINITY;
   } else if (exp == 0) {
-    v = std::ldexp(mant, -24);  // subnormal (or zero)
+    v = mant * 0x1p-24;  // subnormal (or zero): exact
   } else {
-    v = std::ldexp(1024 + mant, exp - 25);
+    // The double's own fields (ldexp's call was most of a 1x1280x8x8
+    // GroupNorm with f16 weights, converted once a call).
+    const uint64_t bits = static_cast<uint64_t>(exp - 15 + 1023) << 52 |
+                          static_cast<uint64_t>(mant) << 42;
+    std::memcpy(&v, &bits, sizeof(v));
   }
   return (b & 0x8000) ? -v : v;
 }
