@@ -47,6 +47,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -476,8 +477,9 @@ HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
   const double m = static_cast<double>(rows);
   const bool sums = a.training || a.dgamma != nullptr || a.dbeta != nullptr;
   // The forward's statistics scratch (training only).
-  std::unique_ptr<ChannelScratch> scratch(
-      a.training ? new ChannelScratch(kBlock, hn::Lanes(df)) : nullptr);
+  internal::Scratch memory;
+  std::optional<ChannelScratch> scratch;
+  if (a.training) scratch.emplace(kBlock, hn::Lanes(df), memory);
   GradChannels t;
   RowScale k[kBlock];
   double s1[kBlock] = {}, s2[kBlock] = {}, s3[kBlock] = {};
@@ -491,7 +493,8 @@ HWY_NOINLINE void BatchBackwardNhwcF32(const internal::BatchBackwardArgs& a,
       saved[j] = UsableSaved(a.save_mean[c0 + j], a.save_invstd[c0 + j]);
       kept += saved[j];
     }
-    if (kept < cb) StatsNhwc(df, a, x, c0, cb, scratch.get(), k);
+    if (kept < cb)
+      StatsNhwc(df, a, x, c0, cb, scratch ? &*scratch : nullptr, k);
     for (size_t j = 0; kept > 0 && j < cb; ++j) {
       if (saved[j]) k[j] = DiffScale(a.save_mean[c0 + j]);
     }

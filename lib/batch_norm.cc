@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <limits>
-#include <memory>
 
 #include "lib/channel_weights.h"
 #include "lib/isa.h"
@@ -39,10 +38,11 @@ Status BatchNorm(const simdnorm_batch_desc& d) {
   BatchArgs& a = p.args;
   if (a.n == 0) return Status::kOk;
   // The fp32 weights, and the training statistics the kernels write.
-  const std::unique_ptr<float[]> weights = SetChannelWeights(p, a);
-  std::unique_ptr<double[]> stats(a.training ? new double[2 * a.c] : nullptr);
-  a.mean = stats.get();
-  a.var = a.training ? stats.get() + a.c : nullptr;
+  Scratch scratch;
+  SetChannelWeights(p, a, scratch);
+  double* stats = a.training ? scratch.Take<double>(2 * a.c) : nullptr;
+  a.mean = stats;
+  a.var = a.training ? stats + a.c : nullptr;
   const bool nchw = p.layout == SIMDNORM_NCHW;
   // Units (batch_norm.h): NCHW training a channel, NCHW inference a plane,
   // NHWC training kBatchBlock channels, NHWC inference kBatchInferenceRows

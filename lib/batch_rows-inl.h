@@ -174,14 +174,14 @@ template <typename TX, typename TY, class DF>
 HWY_INLINE void BatchNhwcInference(DF df, const internal::BatchArgs& a,
                                    size_t begin, size_t end) {
   const size_t c = a.c, rows = a.n * a.hw;
-  ChannelScratch t(c, hn::Lanes(df));
-  std::unique_ptr<RowScale[]> k(new RowScale[c]);
+  internal::Scratch scratch;
+  ChannelScratch t(c, hn::Lanes(df), scratch);
+  RowScale* k = scratch.Take<RowScale>(c);
   for (size_t ch = 0; ch < c; ++ch) {
     k[ch] = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
   }
-  SetChannels(t, k.get(), c, 1);
-  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
-  float* g = weights.get();
+  SetChannels(t, k, c, 1);
+  float* g = scratch.Take<float>(2 * t.cp);
   float* b = g + t.cp;
   std::copy(a.gamma, a.gamma + c, g);
   std::copy(a.beta, a.beta + c, b);
@@ -200,10 +200,10 @@ HWY_NOINLINE void BatchNhwc(const internal::BatchArgs& a, size_t begin,
   }
   if (!a.training) return BatchNhwcInference<TX, TY>(df, a, begin, end);
   const size_t N = hn::Lanes(df), rows = a.n * a.hw;
-  ChannelScratch t(internal::kBatchBlock, N);
+  internal::Scratch scratch;
+  ChannelScratch t(internal::kBatchBlock, N, scratch);
   RowScale k[internal::kBatchBlock];
-  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
-  float* g = weights.get();
+  float* g = scratch.Take<float>(2 * t.cp);
   float* b = g + t.cp;
   for (size_t u = begin; u < end; ++u) {
     const size_t c0 = u * internal::kBatchBlock;
@@ -347,7 +347,8 @@ HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
     TY* y = static_cast<TY*>(a.y) + p0 * c;
     const TX* x =
         UnitX(static_cast<const TX*>(a.x) + p0 * c, y, (p1 - p0) * c, copy);
-    CheckedChannels t(c, hn::Lanes(df));
+    internal::Scratch scratch;
+    CheckedChannels t(c, hn::Lanes(df), scratch);
     std::unique_ptr<InferenceChannel[]> ic(new InferenceChannel[c]);
     for (size_t ch = 0; ch < c; ++ch) {
       SetInferenceChannel<TX, TY>(a, ch, x + ch, c, &ic[ch]);
@@ -359,7 +360,8 @@ HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
     return;
   }
   const size_t block = internal::kBatchBlock;
-  CheckedChannels t(block, hn::Lanes(df));
+  internal::Scratch scratch;
+  CheckedChannels t(block, hn::Lanes(df), scratch);
   float shift[internal::kBatchBlock];
   double sum[internal::kBatchBlock], sq[internal::kBatchBlock];
   internal::CrRow cr[internal::kBatchBlock];

@@ -33,6 +33,7 @@
 #include "lib/correct_rounding.h"
 #include "lib/norm_rows-inl.h"
 #include "lib/rounding_check-inl.h"
+#include "lib/scratch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
@@ -319,13 +320,11 @@ HWY_INLINE void ApplyPlaneUnit(DF df, Unit mode, const TX* x, TY* y, size_t n,
 // does not hold), full flags checked channels without it.
 struct CheckedChannels {
   size_t cp;
-  std::unique_ptr<float[]> floats;
   float *m, *mul, *add, *alpha, *beta, *g, *b, *nan, *r, *w, *w0, *full;
 
-  CheckedChannels(size_t c, size_t lanes)
-      : cp((c + lanes - 1) / lanes * lanes + lanes),
-        floats(new float[12 * cp]()) {
-    float* f = floats.get();
+  CheckedChannels(size_t c, size_t lanes, internal::Scratch& scratch)
+      : cp((c + lanes - 1) / lanes * lanes + lanes) {
+    float* f = scratch.Take<float>(12 * cp);
     for (float** p :
          {&m, &mul, &add, &alpha, &beta, &g, &b, &nan, &r, &w, &w0, &full}) {
       *p = f;

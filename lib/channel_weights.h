@@ -5,19 +5,19 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <memory>
 
 #include "lib/correct_rounding.h"
+#include "lib/scratch.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
 namespace internal {
 
 // The problem's gamma and beta as fp32 (exact), 1 and -0 where absent, in
-// one allocation that a.gamma and a.beta then point into (c floats each).
+// scratch that a.gamma and a.beta then point into (c floats each).
 template <class Problem, class Args>
-std::unique_ptr<float[]> SetChannelWeights(const Problem& p, Args& a) {
-  std::unique_ptr<float[]> weights(new float[2 * a.c]);
+void SetChannelWeights(const Problem& p, Args& a, Scratch& scratch) {
+  float* weights = scratch.Take<float>(2 * a.c);
   const auto pt = static_cast<simdnorm_dtype>(p.param_type);
   // fp32 weights copied as they are (a call per element was 2 us of a
   // 1x1280x8x8 GroupNorm's 22).
@@ -30,11 +30,10 @@ std::unique_ptr<float[]> SetChannelWeights(const Problem& p, Args& a) {
       for (size_t j = 0; j < a.c; ++j) out[j] = LoadAsFloat(w, pt, j);
     }
   };
-  set(p.gamma, 1.0f, weights.get());
-  set(p.beta, -0.0f, weights.get() + a.c);
-  a.gamma = weights.get();
-  a.beta = weights.get() + a.c;
-  return weights;
+  set(p.gamma, 1.0f, weights);
+  set(p.beta, -0.0f, weights + a.c);
+  a.gamma = weights;
+  a.beta = weights + a.c;
 }
 
 }  // namespace internal

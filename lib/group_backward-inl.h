@@ -436,14 +436,14 @@ HWY_NOINLINE void GroupBackwardNhwc(const internal::GroupBackwardArgs& a,
   const internal::GroupArgs& st = a.stats;
   const size_t N = hn::Lanes(df), c = st.c, cg = st.cg, hw = st.hw;
   const size_t per_sample = c * hw;
-  ChannelScratch t(c, N);
-  std::unique_ptr<RowScale[]> k(new RowScale[st.groups]);
+  internal::Scratch scratch;
+  ChannelScratch t(c, N, scratch);
+  RowScale* k = scratch.Take<RowScale>(st.groups);
   // Positions per block: 32 (the fp32 sums' length), fewer for wide c.
   const size_t rows =
       std::max<size_t>(1, std::min<size_t>(32, kGradBlockFloats / c));
   const size_t block = rows * c;
-  std::unique_ptr<float[]> f(new float[6 * t.cp + 2 * block]());
-  float* gamma = f.get();
+  float* gamma = scratch.Take<float>(6 * t.cp + 2 * block);
   float* va = gamma + t.cp;
   float* vc = va + t.cp;
   float* rf = vc + t.cp;
@@ -454,8 +454,8 @@ HWY_NOINLINE void GroupBackwardNhwc(const internal::GroupBackwardArgs& a,
   std::copy(a.gamma, a.gamma + c, gamma);
   // Saved statistics: which groups of the sample have usable ones, and
   // their channels' sums of d.
-  std::unique_ptr<bool[]> saved(a.rstd ? new bool[st.groups]() : nullptr);
-  std::unique_ptr<double[]> sd(a.rstd ? new double[c] : nullptr);
+  bool* saved = a.rstd ? scratch.Take<bool>(st.groups) : nullptr;
+  double* sd = a.rstd ? scratch.Take<double>(c) : nullptr;
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(st.x) + i * per_sample;
     const size_t base = i * per_sample;
@@ -466,13 +466,13 @@ HWY_NOINLINE void GroupBackwardNhwc(const internal::GroupBackwardArgs& a,
       kept += saved[g];
     }
     recompute -= kept;
-    if (recompute > 0) NhwcStats(df, st, x, c, t, k.get());
+    if (recompute > 0) NhwcStats(df, st, x, c, t, k);
     for (size_t g = 0; kept > 0 && g < st.groups; ++g) {
       if (saved[g]) k[g] = DiffScale(a.mean[unit0 + g]);
     }
-    SetChannels(t, k.get(), c, cg);
+    SetChannels(t, k, c, cg);
     if (kept > 0) {
-      SampleGradSums<true>(df, a, x, base, rows, t, dy_buf, acc3, sd.get());
+      SampleGradSums<true>(df, a, x, base, rows, t, dy_buf, acc3, sd);
     } else {
       SampleGradSums<false>(df, a, x, base, rows, t, dy_buf, acc3, nullptr);
     }

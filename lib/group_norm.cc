@@ -2,8 +2,6 @@
 // active ISA's kernel over (sample, group) units (NCHW) or samples (NHWC).
 #include "lib/group_norm.h"
 
-#include <memory>
-
 #include "lib/channel_weights.h"
 #include "lib/isa.h"
 #include "lib/parallel_rows.h"
@@ -16,7 +14,8 @@ Status GroupNorm(const simdnorm_group_desc& d) {
   if (s != SIMDNORM_OK) return static_cast<Status>(s);
   if (p.n == 0) return Status::kOk;
   GroupArgs& a = p.args;
-  const std::unique_ptr<float[]> weights = SetChannelWeights(p, a);
+  Scratch scratch;
+  SetChannelWeights(p, a, scratch);
   const bool nchw = p.layout == SIMDNORM_NCHW;
   ParallelUnits(ActiveIsa().group[p.layout][p.x_type][p.y_type], a,
                 nchw ? p.n * a.groups : p.n, nchw ? a.cg * a.hw : a.c * a.hw,

@@ -113,24 +113,20 @@ HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
 
 // NHWC scratch for one sample: per-channel arrays of cp floats (c rounded
 // up to whole vectors, and one more: a vector from any channel fits) and
-// doubles.
+// doubles, zeroed, in the call's scratch.
 struct ChannelScratch {
   size_t cp;
-  std::unique_ptr<float[]> floats;
-  std::unique_ptr<double[]> doubles;
   float *s, *k, *max, *acc_sum, *acc_sq, *mul, *add, *nan;
   double *sum, *sq;
 
-  ChannelScratch(size_t c, size_t lanes)
-      : cp((c + lanes - 1) / lanes * lanes + lanes),
-        floats(new float[8 * cp]()),
-        doubles(new double[2 * cp]()) {
-    float* f = floats.get();
+  ChannelScratch(size_t c, size_t lanes, internal::Scratch& scratch)
+      : cp((c + lanes - 1) / lanes * lanes + lanes) {
+    float* f = scratch.Take<float>(8 * cp);
     for (float** p : {&s, &k, &max, &acc_sum, &acc_sq, &mul, &add, &nan}) {
       *p = f;
       f += cp;
     }
-    sum = doubles.get();
+    sum = scratch.Take<double>(2 * cp);
     sq = sum + cp;
   }
 };
@@ -447,23 +443,23 @@ HWY_NOINLINE void GroupNhwc(const internal::GroupArgs& a, size_t begin,
   }
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df), c = a.c, per_sample = c * a.hw;
-  ChannelScratch t(c, N);
-  std::unique_ptr<RowScale[]> k(new RowScale[a.groups]);
+  internal::Scratch scratch;
+  ChannelScratch t(c, N, scratch);
+  RowScale* k = scratch.Take<RowScale>(a.groups);
   const bool save = a.mean_out != nullptr || a.rstd_out != nullptr;
-  std::unique_ptr<double[]> mean(save ? new double[a.groups] : nullptr);
-  std::unique_ptr<float[]> weights(new float[2 * t.cp]());
-  float* g = weights.get();
+  double* mean = save ? scratch.Take<double>(a.groups) : nullptr;
+  float* g = scratch.Take<float>(2 * t.cp);
   float* b = g + t.cp;
   std::copy(a.gamma, a.gamma + c, g);
   std::copy(a.beta, a.beta + c, b);
   for (size_t i = begin; i < end; ++i) {
     const TX* x = static_cast<const TX*>(a.x) + i * per_sample;
     TY* y = static_cast<TY*>(a.y) + i * per_sample;
-    NhwcStats(df, a, x, c, t, k.get(), mean.get());
+    NhwcStats(df, a, x, c, t, k, mean);
     for (size_t grp = 0; save && grp < a.groups; ++grp) {
       SaveGroupStats(a, i * a.groups + grp, mean[grp], k[grp].second);
     }
-    SetChannels(t, k.get(), c, a.cg);
+    SetChannels(t, k, c, a.cg);
     ApplyNhwc(df, x, y, c, c, a.hw, t, g, b);
   }
 }
@@ -525,12 +521,12 @@ HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
   const hn::ScalableTag<float> df;
   const size_t c = a.c, cg = a.cg, groups = a.groups;
   const size_t per_sample = c * a.hw, n = cg * a.hw;
-  CheckedChannels t(c, hn::Lanes(df));
-  std::unique_ptr<float[]> shift(new float[c]);
-  std::unique_ptr<double[]> sums(new double[2 * c]);
-  double* sum = sums.get();
+  internal::Scratch scratch;
+  CheckedChannels t(c, hn::Lanes(df), scratch);
+  float* shift = scratch.Take<float>(c);
+  double* sum = scratch.Take<double>(2 * c);
   double* sq = sum + c;
-  std::unique_ptr<internal::CrRow[]> cr(new internal::CrRow[groups]);
+  internal::CrRow* cr = scratch.Take<internal::CrRow>(groups);
   std::unique_ptr<internal::CrCache[]> cache;
   std::unique_ptr<TX[]> copy;
   for (size_t i = begin; i < end; ++i) {
@@ -541,18 +537,18 @@ HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
       double first = 0.0;
       for (size_t j = g * cg; j < (g + 1) * cg; ++j) first += ToFloat(x[j]);
       const float kg = static_cast<float>(first / static_cast<double>(cg));
-      std::fill(shift.get() + g * cg, shift.get() + (g + 1) * cg, kg);
+      std::fill(shift + g * cg, shift + (g + 1) * cg, kg);
     }
     std::fill(sum, sum + 2 * c, 0.0);
-    ChannelSumsF64(df, x, c, a.hw, 0, c, shift.get(), sum, sq);
+    ChannelSumsF64(df, x, c, a.hw, 0, c, shift, sum, sq);
     for (size_t g = 0; g < groups; ++g) {
       const size_t j0 = g * cg, j1 = j0 + cg;
       const auto group_sums = [&](float k, double* s, double* q) {
         if (k != shift[j0]) {  // shifted again: this group's channels
-          std::fill(shift.get() + j0, shift.get() + j1, k);
+          std::fill(shift + j0, shift + j1, k);
           std::fill(sum + j0, sum + j1, 0.0);
           std::fill(sq + j0, sq + j1, 0.0);
-          ChannelSumsF64(df, x, c, a.hw, j0, j1, shift.get(), sum, sq);
+          ChannelSumsF64(df, x, c, a.hw, j0, j1, shift, sum, sq);
         }
         *s = *q = 0.0;
         for (size_t j = j0; j < j1; ++j) {

@@ -70,11 +70,15 @@ size_t AllocationsOf(size_t calls, F f) {
   return simdnorm_alloc_count();
 }
 
-// The allocations of 10 calls of d, each of which must succeed.
-size_t AllocationsOfCalls(const simdnorm_desc& d) {
+// The allocations of 10 calls of call(&d), each of which must succeed.
+template <class Desc>
+size_t AllocationsOfCalls(const Desc& d, simdnorm_status (*call)(const Desc*)) {
   return AllocationsOf(10, [&] {
-    if (simdnorm_normalize(&d) != SIMDNORM_OK) std::abort();
+    if (call(&d) != SIMDNORM_OK) std::abort();
   });
+}
+size_t AllocationsOfCalls(const simdnorm_desc& d) {
+  return AllocationsOfCalls(d, simdnorm_normalize);
 }
 
 class AllocTest : public ::testing::Test {
@@ -167,6 +171,64 @@ TEST_F(AllocTest, ManyRowsOneThreadAllocatesNothing) {
                           }),
             0u)
       << "C++ API";
+}
+
+// The fields of a GroupNorm or BatchNorm descriptor for n samples of c
+// channels and hw positions in b's buffers: one thread, fast rounding.
+template <class Desc>
+Desc ChannelDesc(const DTypes& t, Buffers& b, size_t n, size_t c, size_t hw,
+                 simdnorm_layout layout) {
+  Desc d{};
+  d.n = n;
+  d.c = c;
+  d.hw = hw;
+  d.layout = layout;
+  d.x = b.x.data();
+  d.x_type = t.x;
+  d.y = b.y.data();
+  d.y_type = t.y;
+  d.gamma = b.gamma.data();
+  d.beta = b.beta.data();
+  d.param_type = t.param;
+  d.eps = 1e-5f;
+  d.max_threads = 1;
+  d.flags = SIMDNORM_FAST_ROUNDING;
+  return d;
+}
+
+// GroupNorm and BatchNorm take their working arrays (fp32 weights,
+// per-channel constants and sums) from a block each thread keeps
+// (lib/scratch.h): after a first call, calls on one thread allocate
+// nothing, in both layouts, training and inference, f32 and bf16 x, f32 y
+// and fast-rounded bf16 y. (Correctly rounded 16-bit y still allocates the
+// units' exact-sums caches.)
+TEST_F(AllocTest, ChannelKindsOnOneThreadAllocateNothing) {
+  const size_t n = 2, c = 64, hw = 81;  // gamma and beta: hw >= c values
+  for (const DTypes& t : {DTypes{SIMDNORM_F32, SIMDNORM_F32, SIMDNORM_F32},
+                          DTypes{SIMDNORM_BF16, SIMDNORM_BF16, SIMDNORM_BF16},
+                          DTypes{SIMDNORM_BF16, SIMDNORM_F32, SIMDNORM_F32}}) {
+    Buffers b(t, n * c, hw);
+    std::vector<float> running(2 * c, 1.0f), saved(2 * c);
+    for (simdnorm_layout layout : {SIMDNORM_NCHW, SIMDNORM_NHWC}) {
+      auto g = ChannelDesc<simdnorm_group_desc>(t, b, n, c, hw, layout);
+      g.groups = 8;
+      EXPECT_EQ(AllocationsOfCalls(g, simdnorm_group_norm), 0u)
+          << "GroupNorm layout " << layout << " x=" << DTypeName(t.x)
+          << " y=" << DTypeName(t.y);
+      for (int training : {0, 1}) {
+        auto d = ChannelDesc<simdnorm_batch_desc>(t, b, n, c, hw, layout);
+        d.running_mean = running.data();
+        d.running_var = running.data() + c;
+        d.save_mean = saved.data();
+        d.save_invstd = saved.data() + c;
+        d.momentum = 0.0f;  // the running statistics stay as they are
+        d.training = training;
+        EXPECT_EQ(AllocationsOfCalls(d, simdnorm_batch_norm), 0u)
+            << "BatchNorm training " << training << " layout " << layout
+            << " x=" << DTypeName(t.x) << " y=" << DTypeName(t.y);
+      }
+    }
+  }
 }
 
 // Streamed calls copy weights that sit at another offset than x on the
