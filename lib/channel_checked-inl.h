@@ -219,19 +219,57 @@ HWY_INLINE hn::Mask<DF> CheckedVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
 }
 
 // One vector of a lean unit (CheckedConsts::lean): t and y as
-// CheckedVector computes them, and the bound r|y| + w, w = LeanWeights (w0
-// = LeanWeightsAtZero where d = 0): 4 operations a vector against
-// CheckedVector's 9. bf16 y comes back rounded (RoundsAlikeBF16).
+// CheckedVector computes them, and the bound e = r|y| + w, w = LeanWeights
+// (w0 = LeanWeightsAtZero where d = 0): 4 operations a vector against
+// CheckedVector's 9. Like the rows' YBound, r has room for the roundings
+// of y -+ e.
+template <class DF>
+HWY_INLINE void LeanResult(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
+                           hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> r,
+                           hn::Vec<DF> w, hn::Vec<DF> w0, hn::Vec<DF> g,
+                           hn::Vec<DF> b, hn::Vec<DF>& y, hn::Vec<DF>& e) {
+  const auto d = hn::Sub(xv, m);
+  y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
+  const auto wd = hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w);
+  e = hn::MulAdd(r, hn::Abs(y), wd);
+}
+
+#if SIMDNORM_HW_F16
+// f16 y of a lean vector with finite weights, as the rows' StoreIfAlike:
+// both ends y -+ e rounded by the hardware (VCVTPS2PH, FCVT; monotonic),
+// the low ends stored, and true where every lane's ends agree (then the
+// exact value between them rounds alike). Else *clear gets the lanes that
+// did (an inf y has a NaN end and never does). ~5 operations a vector
+// against RoundsClear's ~15 and the store's conversion.
+template <class DF>
+HWY_INLINE bool StoreLeanF16(DF df, hn::Vec<DF> y, hn::Vec<DF> e,
+                             f16_t* HWY_RESTRICT p, hn::Mask<DF>* clear) {
+  const hn::Rebind<f16_t, DF> dh;
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du;
+  const auto lo = hn::BitCast(du16, hn::DemoteTo(dh, hn::Sub(y, e)));
+  const auto hi = hn::BitCast(du16, hn::DemoteTo(dh, hn::Add(y, e)));
+  hn::StoreU(lo, du16, reinterpret_cast<uint16_t*>(p));
+  if (HWY_LIKELY(hn::AllTrue(du16, hn::Eq(lo, hi)))) return true;
+  *clear =
+      hn::RebindMask(df, hn::Eq(hn::PromoteTo(du, lo), hn::PromoteTo(du, hi)));
+  return false;
+}
+#endif
+
+// Whether a lean vector of TY with finite weights takes StoreLeanF16.
+template <typename TY>
+inline constexpr bool kLeanEnds =
+    SIMDNORM_HW_F16 != 0 && std::is_same_v<TY, f16_t>;
+
 template <typename TY, class DF>
 HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
                                    hn::Vec<DF> mul, hn::Vec<DF> add,
                                    hn::Vec<DF> r, hn::Vec<DF> w, hn::Vec<DF> w0,
                                    hn::Vec<DF> g, hn::Vec<DF> b,
                                    hn::Vec<DF>& y) {
-  const auto d = hn::Sub(xv, m);
-  y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
-  const auto wd = hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w);
-  const auto e = hn::MulAdd(r, hn::Abs(y), wd);
+  hn::Vec<DF> e;
+  LeanResult(df, xv, m, mul, add, r, w, w0, g, b, y, e);
   if constexpr (std::is_same_v<TY, bf16_t>) {
     return RoundsAlikeBF16(df, y, e, y);  // y is rounded (stores keep it)
   } else {
@@ -269,7 +307,25 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
   const auto w0 = hn::Set(df, LeanWeightsAtZero(k, g, b));
   const auto vg = hn::Set(df, g), vb = hn::Set(df, b);
   hn::Vec<DF> v;
+  // f16 y with finite weights: both ends by the hardware (StoreLeanF16).
+  [[maybe_unused]] const bool ends =
+      kLean && kLeanEnds<TY> && std::isfinite(g) && std::isfinite(b);
   for (size_t i = 0; i + N <= n; i += N) {
+#if SIMDNORM_HW_F16
+    if constexpr (kLean && kLeanEnds<TY>) {
+      if (ends) {
+        hn::Vec<DF> e;
+        LeanResult(df, LoadF(df, x + i), m, mul, add, r, w, w0, vg, vb, v, e);
+        hn::Mask<DF> clear;
+        if (HWY_UNLIKELY(!StoreLeanF16(df, v, e, y + i, &clear))) {
+          const size_t at = i;
+          DecideOpen(df, clear, N, y + at,
+                     [&](size_t l) { return decide(at + l); });
+        }
+        continue;
+      }
+    }
+#endif
     const auto clear = UnitVector<kLean, TY>(df, LoadF(df, x + i), m, mul, add,
                                              r, w, w0, vg, vb, v);
     StoreF(df, v, y + i);
@@ -383,12 +439,36 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
       const auto beta = hn::LoadU(df, (kLean ? t.w : t.beta) + j);
       const auto g = hn::LoadU(df, t.g + j), b = hn::LoadU(df, t.b + j);
       const auto w0 = kLean ? hn::LoadU(df, t.w0 + j) : beta;
+      // f16 y, a whole vector of channels, none NaN, finite weights: both
+      // ends by the hardware (StoreLeanF16).
+      const auto finite = [&](hn::Vec<DF> v) {
+        return hn::AllTrue(df, hn::Lt(hn::Abs(v), hn::Set(df, HUGE_VALF)));
+      };
+      // (kDecideAll channels have NaN bounds: their ends would agree.)
+      [[maybe_unused]] const bool ends =
+          kLean && kLeanEnds<TY> && count == N && hn::AllFalse(df, nan) &&
+          finite(g) && finite(b) && finite(alpha) && finite(beta) && finite(w0);
       for (size_t p = p0; p < p1; ++p) {
         const TX* xr = x + p * x_stride + j;
         TY* yr = y + p * y_stride + j;
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
-        const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
         hn::Vec<DF> v;
+#if SIMDNORM_HW_F16
+        if constexpr (kLean && kLeanEnds<TY>) {
+          if (ends) {
+            hn::Vec<DF> e;
+            LeanResult(df, LoadF(df, xr), m, mul, add, alpha, beta, w0, g, b, v,
+                       e);
+            hn::Mask<DF> clear;
+            if (HWY_UNLIKELY(!StoreLeanF16(df, v, e, yr, &clear))) {
+              DecideOpen(df, clear, N, yr,
+                         [&](size_t l) { return decide(p, j + l); });
+            }
+            continue;
+          }
+        }
+#endif
+        const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
         const auto clear =
             hn::Or(UnitVector<kLean, TY>(df, xv, m, mul, add, alpha, beta, w0,
                                          g, b, v),
