@@ -360,7 +360,13 @@ static inline simdnorm_status simdnorm_backward_reference(
  *
  * Threads as for simdnorm_normalize: (sample, group) blocks (NCHW) or
  * samples (NHWC) are split over at most max_threads threads, and the
- * results are bitwise identical whatever the thread count. */
+ * results are bitwise identical whatever the thread count.
+ *
+ * Allocation: the working arrays (fp32 weights, per-channel constants and
+ * sums) come from a block each thread keeps between calls (up to 16 MiB),
+ * so a thread's calls allocate nothing after its first of a given size;
+ * correctly rounded 16-bit y also allocates the groups' exact-sums caches
+ * (NHWC), and in place a unit's copy of x. */
 typedef enum simdnorm_layout {
   SIMDNORM_NCHW = 0, /* channels first */
   SIMDNORM_NHWC = 1  /* channels last */
@@ -591,7 +597,11 @@ static inline simdnorm_status simdnorm_group_norm_backward_reference(
  *
  * Threads: channels (NCHW) or blocks of channels (NHWC) are split over at
  * most max_threads threads; the results are bitwise identical whatever the
- * thread count. */
+ * thread count.
+ *
+ * Allocation: as simdnorm_group_norm's (a per-thread block kept between
+ * calls); correctly rounded 16-bit y in NHWC inference also allocates the
+ * channels' exact-sums caches, and in place a unit's copy of x. */
 /* All-zero = NCHW, F32, no weights, inference (which then needs the
  * running statistics), eps 0, momentum 0, default threads. Later versions
  * only append fields whose zero keeps this meaning. */
