@@ -59,8 +59,10 @@ struct TargetBatch {
 };
 
 // Calls `visit` for each target the batch kernels were compiled for
-// (kernels_batch.cc); AVX3_BF16 uses AVX3's (isa.cc).
+// (kernels_batch.cc); AVX3_BF16's are kAvx3Bf16BatchKernels
+// (kernels_channel_avx3_bf16.cc).
 void VisitBatchKernels(void (*visit)(const TargetBatch&, void* ctx), void* ctx);
+extern const TargetBatch kAvx3Bf16BatchKernels;
 
 struct BatchProblem {
   BatchArgs args;  // gamma, beta, mean and var are null here

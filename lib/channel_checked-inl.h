@@ -234,16 +234,20 @@ HWY_INLINE void LeanResult(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
   e = hn::MulAdd(r, hn::Abs(y), wd);
 }
 
+// 16-bit y of a lean vector with finite weights, as the rows' StoreIfAlike
+// (kHardwareEnds: f16 by VCVTPS2PH or FCVT, bf16 by VCVTNEPS2BF16 on the
+// AVX512_BF16 targets): both ends y -+ e rounded by the hardware
+// (monotonic), the low ends stored, and true where every lane's ends
+// agree (then the exact value between them rounds alike). Else *clear
+// gets the lanes that did (an inf y has a NaN end and never does). ~5
+// operations a vector against RoundsClear's ~15 (f16) or RoundsAlikeBF16's
+// ~10 and the packing (bf16). bf16 needs e >= 2^-111 on every lane (no
+// zero w0): the conversion reads a subnormal end as zero, and such an end
+// then differs from the other (2e apart, nonzero).
 #if SIMDNORM_HW_F16
-// f16 y of a lean vector with finite weights, as the rows' StoreIfAlike:
-// both ends y -+ e rounded by the hardware (VCVTPS2PH, FCVT; monotonic),
-// the low ends stored, and true where every lane's ends agree (then the
-// exact value between them rounds alike). Else *clear gets the lanes that
-// did (an inf y has a NaN end and never does). ~5 operations a vector
-// against RoundsClear's ~15 and the store's conversion.
 template <class DF>
-HWY_INLINE bool StoreLeanF16(DF df, hn::Vec<DF> y, hn::Vec<DF> e,
-                             f16_t* HWY_RESTRICT p, hn::Mask<DF>* clear) {
+HWY_INLINE bool StoreLean(DF df, hn::Vec<DF> y, hn::Vec<DF> e,
+                          f16_t* HWY_RESTRICT p, hn::Mask<DF>* clear) {
   const hn::Rebind<f16_t, DF> dh;
   const hn::Rebind<uint16_t, DF> du16;
   const hn::RebindToUnsigned<DF> du;
@@ -256,11 +260,24 @@ HWY_INLINE bool StoreLeanF16(DF df, hn::Vec<DF> y, hn::Vec<DF> e,
   return false;
 }
 #endif
+#if SIMDNORM_AVX512BF16
+template <class DF>
+HWY_INLINE bool StoreLean(DF /*df*/, hn::Vec<DF> y, hn::Vec<DF> e,
+                          bf16_t* HWY_RESTRICT p, hn::Mask<DF>* clear) {
+  const __m256i lo = NarrowBF16(_mm512_sub_ps(y.raw, e.raw));
+  const __m256i hi = NarrowBF16(_mm512_add_ps(y.raw, e.raw));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), lo);
+  const __mmask16 alike = _mm256_cmpeq_epi16_mask(lo, hi);
+  if (HWY_LIKELY(alike == 0xFFFF)) return true;
+  *clear = hn::Mask<DF>{alike};
+  return false;
+}
+#endif
 
-// Whether a lean vector of TY with finite weights takes StoreLeanF16.
-template <typename TY>
-inline constexpr bool kLeanEnds =
-    SIMDNORM_HW_F16 != 0 && std::is_same_v<TY, f16_t>;
+// Whether lean vectors of TY take StoreLean (with finite weights, and for
+// bf16 a nonzero w0).
+template <class DF, typename TY>
+inline constexpr bool kLeanEnds = kHardwareEnds<DF, TY>;
 
 template <typename TY, class DF>
 HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
@@ -307,17 +324,18 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
   const auto w0 = hn::Set(df, LeanWeightsAtZero(k, g, b));
   const auto vg = hn::Set(df, g), vb = hn::Set(df, b);
   hn::Vec<DF> v;
-  // f16 y with finite weights: both ends by the hardware (StoreLeanF16).
+  // 16-bit y with finite weights: both ends by the hardware (StoreLean).
   [[maybe_unused]] const bool ends =
-      kLean && kLeanEnds<TY> && std::isfinite(g) && std::isfinite(b);
+      kLean && kLeanEnds<DF, TY> && std::isfinite(g) && std::isfinite(b) &&
+      (std::is_same_v<TY, f16_t> || LeanWeightsAtZero(k, g, b) > 0.0f);
   for (size_t i = 0; i + N <= n; i += N) {
-#if SIMDNORM_HW_F16
-    if constexpr (kLean && kLeanEnds<TY>) {
+#if SIMDNORM_HW_F16 || SIMDNORM_AVX512BF16
+    if constexpr (kLean && kLeanEnds<DF, TY>) {
       if (ends) {
         hn::Vec<DF> e;
         LeanResult(df, LoadF(df, x + i), m, mul, add, r, w, w0, vg, vb, v, e);
         hn::Mask<DF> clear;
-        if (HWY_UNLIKELY(!StoreLeanF16(df, v, e, y + i, &clear))) {
+        if (HWY_UNLIKELY(!StoreLean(df, v, e, y + i, &clear))) {
           const size_t at = i;
           DecideOpen(df, clear, N, y + at,
                      [&](size_t l) { return decide(at + l); });
@@ -439,28 +457,31 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
       const auto beta = hn::LoadU(df, (kLean ? t.w : t.beta) + j);
       const auto g = hn::LoadU(df, t.g + j), b = hn::LoadU(df, t.b + j);
       const auto w0 = kLean ? hn::LoadU(df, t.w0 + j) : beta;
-      // f16 y, a whole vector of channels, none NaN, finite weights: both
-      // ends by the hardware (StoreLeanF16).
+      // 16-bit y, a whole vector of channels, none NaN, finite weights:
+      // both ends by the hardware (StoreLean). kDecideAll channels have
+      // NaN bounds, whose ends would agree; bf16 needs w0 > 0.
       const auto finite = [&](hn::Vec<DF> v) {
         return hn::AllTrue(df, hn::Lt(hn::Abs(v), hn::Set(df, HUGE_VALF)));
       };
-      // (kDecideAll channels have NaN bounds: their ends would agree.)
       [[maybe_unused]] const bool ends =
-          kLean && kLeanEnds<TY> && count == N && hn::AllFalse(df, nan) &&
-          finite(g) && finite(b) && finite(alpha) && finite(beta) && finite(w0);
+          kLean && kLeanEnds<DF, TY> && count == N && hn::AllFalse(df, nan) &&
+          finite(g) && finite(b) && finite(alpha) && finite(beta) &&
+          finite(w0) &&
+          (std::is_same_v<TY, f16_t> ||
+           hn::AllTrue(df, hn::Gt(w0, hn::Zero(df))));
       for (size_t p = p0; p < p1; ++p) {
         const TX* xr = x + p * x_stride + j;
         TY* yr = y + p * y_stride + j;
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
         hn::Vec<DF> v;
-#if SIMDNORM_HW_F16
-        if constexpr (kLean && kLeanEnds<TY>) {
+#if SIMDNORM_HW_F16 || SIMDNORM_AVX512BF16
+        if constexpr (kLean && kLeanEnds<DF, TY>) {
           if (ends) {
             hn::Vec<DF> e;
             LeanResult(df, LoadF(df, xr), m, mul, add, alpha, beta, w0, g, b, v,
                        e);
             hn::Mask<DF> clear;
-            if (HWY_UNLIKELY(!StoreLeanF16(df, v, e, yr, &clear))) {
+            if (HWY_UNLIKELY(!StoreLean(df, v, e, yr, &clear))) {
               DecideOpen(df, clear, N, yr,
                          [&](size_t l) { return decide(p, j + l); });
             }

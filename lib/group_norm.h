@@ -73,8 +73,9 @@ struct TargetGroup {
 
 // Calls `visit` for each target the group kernels were compiled for
 // (kernels_group.cc); a target may come twice. simdnorm's AVX3_BF16 has
-// none of its own: it uses AVX3's (isa.cc).
+// its own table (kernels_channel_avx3_bf16.cc, isa.cc).
 void VisitGroupKernels(void (*visit)(const TargetGroup&, void* ctx), void* ctx);
+extern const TargetGroup kAvx3Bf16GroupKernels;
 
 struct GroupProblem {
   GroupArgs args;  // gamma and beta are null here: the driver makes them

@@ -155,16 +155,16 @@ struct IsaList {
       Add<kCenteredFamily>(kAvx3Bf16LayerNormKernels, this);
       Add<kUncenteredFamily>(kAvx3Bf16RMSNormKernels, this);
       AddBackward(kAvx3Bf16BackwardKernels, this);
-      // GroupNorm and BatchNorm (forward and backward) have no AVX3_BF16
-      // build: AVX3's kernels
-      // (their bf16 stores round in integer steps, to the same bits).
+      AddGroup(kAvx3Bf16GroupKernels, this);
+      AddBatch(kAvx3Bf16BatchKernels, this);
+      // The GroupNorm and BatchNorm backward passes have no AVX3_BF16
+      // build: AVX3's kernels (their bf16 stores round in integer steps,
+      // to the same bits).
       Isa* bf16 = Entry(kTargetAvx3Bf16, kAvx3Bf16LayerNormKernels.name);
       for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
         if (storage[i].target == HWY_AVX3) {
-          std::memcpy(bf16->group, storage[i].group, sizeof(GroupTable));
           std::memcpy(bf16->group_backward, storage[i].group_backward,
                       sizeof(GroupBackwardTable));
-          std::memcpy(bf16->batch, storage[i].batch, sizeof(BatchTable));
           std::memcpy(bf16->batch_backward, storage[i].batch_backward,
                       sizeof(BatchBackwardTable));
         }

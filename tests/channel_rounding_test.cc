@@ -252,6 +252,35 @@ TEST_P(ChannelRoundingTest, TiesAndNearTies) {
   }
 }
 
+// y across its type's whole range, subnormals and overflow included: each
+// channel's gamma a power of two from below the smallest subnormal result
+// to beyond the largest finite one (bf16 2^-140 to 2^126, f16 2^-34 to
+// 2^17), beta 0 or a power of two on alternate channels. The paths that
+// round both ends of a lane's bound by hardware (f16 on F16C and FCVT,
+// bf16 on AVX3_BF16, whose conversion reads subnormals as zero) must give
+// the reference's bits there too.
+TEST_P(ChannelRoundingTest, ResultsAcrossTheRange) {
+  uint32_t seed = 500;
+  for (Kind kind : kKinds) {
+    for (simdnorm_layout l : kLayouts) {
+      for (simdnorm_dtype yt : kOut16) {
+        const int lo = yt == SIMDNORM_BF16 ? -140 : -34;
+        const int hi = yt == SIMDNORM_BF16 ? 126 : 17;
+        Problem p(kind, kShape, l, SIMDNORM_F32, yt, SIMDNORM_F32);
+        Fill(p, 0.5, 2.0, seed++);
+        const size_t c = p.s.c;
+        for (size_t ch = 0; ch < c; ++ch) {
+          const int e =
+              lo + static_cast<int>(ch) * (hi - lo) / static_cast<int>(c - 1);
+          p.gamma.Set(ch, std::ldexp(1.0, e));
+          p.beta.Set(ch, ch % 2 == 0 ? 0.0 : std::ldexp(-1.0, e - 3));
+        }
+        ExpectSameBits(p, "across the range");
+      }
+    }
+  }
+}
+
 TEST_P(ChannelRoundingTest, HardData) {
   struct Case {
     double mean, sd;
