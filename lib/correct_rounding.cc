@@ -189,9 +189,9 @@ namespace {
 // +-m 2^(i - 150), m < 2^24, in bin i (the biased exponent; subnormals in
 // bin 1, whose scale they share), and x^2 = m^2 2^(2i - 300) with m^2
 // split at 2^24 into two parts. Each bin adds integers, a few integer
-// operations a term (DyadicSum's carries: ~12 ns an element); the bins
-// are folded into DyadicSums every 2^38 terms (before an int64 bin could
-// overflow) and at the end.
+// operations a term (adding each term to a DyadicSum took ~12 ns an
+// element); the bins are folded into DyadicSums every 2^38 terms (before
+// an int64 bin could overflow) and at the end.
 class FloatSums {
  public:
   void Add(float x) {

@@ -1,10 +1,11 @@
 // Working arrays of a call (weights as fp32, per-channel constants and
 // sums) from a block of memory each thread keeps between calls, so that
 // after a thread's first call of a given size the channel kinds allocate
-// nothing. Freeing their ~100 KB a call let glibc give the heap's top back
-// to the kernel, and the next call faulted it in again: half of a
-// 1x1280x8x8 channels-last GroupNorm with bf16 y, 1.2x of a 1x320x64x64
-// one in f32 (a C process; in one with a larger heap glibc trims less).
+// nothing. Freeing their 20-130 KB a call let glibc give the heap's top
+// back to the kernel, and the next call faulted it in again: half of a
+// 1x1280x8x8 channels-last GroupNorm with correctly rounded bf16 y, in a
+// C process with a small heap (in one with a larger heap glibc trims less,
+// and the time did not change).
 #ifndef SIMDNORM_LIB_SCRATCH_H_
 #define SIMDNORM_LIB_SCRATCH_H_
 
