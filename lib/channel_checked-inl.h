@@ -234,13 +234,13 @@ HWY_INLINE void LeanResult(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
   e = hn::MulAdd(r, hn::Abs(y), wd);
 }
 
-// 16-bit y of a lean vector with finite weights, as the rows' StoreIfAlike
-// (kHardwareEnds: f16 by VCVTPS2PH or FCVT, bf16 by VCVTNEPS2BF16 on the
-// AVX512_BF16 targets): both ends y -+ e rounded by the hardware
-// (monotonic), the low ends stored, and true where every lane's ends
-// agree (then the exact value between them rounds alike). Else *clear
-// gets the lanes that did (an inf y has a NaN end and never does). ~5
-// operations a vector against RoundsClear's ~15 (f16) or RoundsAlikeBF16's
+// 16-bit y of a lean vector with finite weights (and for bf16 a nonzero
+// w0), as the rows' StoreIfAlike (where kHardwareEnds: f16 by VCVTPS2PH or
+// FCVT, bf16 by VCVTNEPS2BF16 on the AVX512_BF16 targets): both ends y -+ e
+// rounded by the hardware (monotonic), the low ends stored, and true where
+// every lane's ends agree (then the exact value between them rounds alike).
+// Else *clear gets the lanes that did (an inf y has a NaN end and never does).
+// ~5 operations a vector against RoundsClear's ~15 (f16) or RoundsAlikeBF16's
 // ~10 and the packing (bf16). bf16 needs e >= 2^-111 on every lane (no
 // zero w0): the conversion reads a subnormal end as zero, and such an end
 // then differs from the other (2e apart, nonzero).
@@ -273,11 +273,6 @@ HWY_INLINE bool StoreLean(DF /*df*/, hn::Vec<DF> y, hn::Vec<DF> e,
   return false;
 }
 #endif
-
-// Whether lean vectors of TY take StoreLean (with finite weights, and for
-// bf16 a nonzero w0).
-template <class DF, typename TY>
-inline constexpr bool kLeanEnds = kHardwareEnds<DF, TY>;
 
 template <typename TY, class DF>
 HWY_INLINE hn::Mask<DF> LeanVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
@@ -326,11 +321,11 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
   hn::Vec<DF> v;
   // 16-bit y with finite weights: both ends by the hardware (StoreLean).
   [[maybe_unused]] const bool ends =
-      kLean && kLeanEnds<DF, TY> && std::isfinite(g) && std::isfinite(b) &&
+      kLean && kHardwareEnds<DF, TY> && std::isfinite(g) && std::isfinite(b) &&
       (std::is_same_v<TY, f16_t> || LeanWeightsAtZero(k, g, b) > 0.0f);
   for (size_t i = 0; i + N <= n; i += N) {
 #if SIMDNORM_HW_F16 || SIMDNORM_AVX512BF16
-    if constexpr (kLean && kLeanEnds<DF, TY>) {
+    if constexpr (kLean && kHardwareEnds<DF, TY>) {
       if (ends) {
         hn::Vec<DF> e;
         LeanResult(df, LoadF(df, x + i), m, mul, add, r, w, w0, vg, vb, v, e);
@@ -464,9 +459,9 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
         return hn::AllTrue(df, hn::Lt(hn::Abs(v), hn::Set(df, HUGE_VALF)));
       };
       [[maybe_unused]] const bool ends =
-          kLean && kLeanEnds<DF, TY> && count == N && hn::AllFalse(df, nan) &&
-          finite(g) && finite(b) && finite(alpha) && finite(beta) &&
-          finite(w0) &&
+          kLean && kHardwareEnds<DF, TY> && count == N &&
+          hn::AllFalse(df, nan) && finite(g) && finite(b) && finite(alpha) &&
+          finite(beta) && finite(w0) &&
           (std::is_same_v<TY, f16_t> ||
            hn::AllTrue(df, hn::Gt(w0, hn::Zero(df))));
       for (size_t p = p0; p < p1; ++p) {
@@ -475,7 +470,7 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
         hn::Vec<DF> v;
 #if SIMDNORM_HW_F16 || SIMDNORM_AVX512BF16
-        if constexpr (kLean && kLeanEnds<DF, TY>) {
+        if constexpr (kLean && kHardwareEnds<DF, TY>) {
           if (ends) {
             hn::Vec<DF> e;
             LeanResult(df, LoadF(df, xr), m, mul, add, alpha, beta, w0, g, b, v,
