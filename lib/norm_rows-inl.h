@@ -2098,15 +2098,23 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
   const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
   const size_t N = hn::Lanes(d16);
   const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
-  const auto low = hn::Set(d16, kTameLow - 1), top = hn::Set(d16, kTameTop);
-  auto wild = hn::FirstN(d16, 0);
+  // The largest |g| and the smallest |g| - 1 (0 wraps to 0xFFFF), in
+  // vectors: a chain of mask ORs took ~20 ns at n = 896 (Zen 5).
+  auto hi0 = hn::Zero(d16), hi1 = hi0, lo0 = hn::Set(d16, 0xFFFF), lo1 = lo0;
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto mag = hn::And(hn::LoadU(d16, g + i), abs);
-    wild =
-        hn::Or(wild, hn::Or(hn::Lt(hn::Sub(mag, one), low), hn::Lt(top, mag)));
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto mag0 = hn::And(hn::LoadU(d16, g + i), abs);
+    const auto mag1 = hn::And(hn::LoadU(d16, g + i + N), abs);
+    hi0 = hn::Max(hi0, mag0);
+    hi1 = hn::Max(hi1, mag1);
+    lo0 = hn::Min(lo0, hn::Sub(mag0, one));
+    lo1 = hn::Min(lo1, hn::Sub(mag1, one));
   }
-  if (!hn::AllFalse(d16, wild)) return false;
+  const auto hi = hn::Max(hi0, hi1), lo = hn::Min(lo0, lo1);
+  if (!hn::AllFalse(d16, hn::Or(hn::Lt(lo, hn::Set(d16, kTameLow - 1)),
+                                hn::Lt(hn::Set(d16, kTameTop), hi)))) {
+    return false;
+  }
   for (; i < n; ++i) {
     const uint16_t mag = g[i] & 0x7FFF;
     if (mag != 0 && (mag < kTameLow || mag > kTameTop)) return false;
@@ -2127,13 +2135,17 @@ HWY_INLINE bool FiniteWeights(const TP* p, size_t n) {
   const hn::ScalableTag<TU> du;
   const TU* u = reinterpret_cast<const TU*>(p);
   const size_t N = hn::Lanes(du);
-  const auto abs = hn::Set(du, kAbs), max = hn::Set(du, kMax);
-  auto wild = hn::FirstN(du, 0);
+  const auto abs = hn::Set(du, kAbs);
+  // The largest magnitude's bits, in vectors (as TameGamma).
+  auto hi0 = hn::Zero(du), hi1 = hi0;
   size_t i = 0;
-  for (; i + N <= n; i += N) {
-    wild = hn::Or(wild, hn::Lt(max, hn::And(hn::LoadU(du, u + i), abs)));
+  for (; i + 2 * N <= n; i += 2 * N) {
+    hi0 = hn::Max(hi0, hn::And(hn::LoadU(du, u + i), abs));
+    hi1 = hn::Max(hi1, hn::And(hn::LoadU(du, u + i + N), abs));
   }
-  if (!hn::AllFalse(du, wild)) return false;
+  if (!hn::AllFalse(du, hn::Lt(hn::Set(du, kMax), hn::Max(hi0, hi1)))) {
+    return false;
+  }
   for (; i < n; ++i) {
     if ((u[i] & kAbs) > kMax) return false;
   }
