@@ -289,6 +289,48 @@ TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
   }
 }
 
+// The per-call scans of the weights (FiniteWeights and TameGamma in
+// lib/norm_rows-inl.h) choose the loops a call takes. One weight at an
+// edge of their ranges, at the start, the middle or the scalar tail of a
+// row of 1000 (15 scanned pairs of vectors and 40 more), must leave every
+// ISA on the reference's bytes: |g| = 2^60 and 2^-60 (the tame range's
+// ends) and the bf16 values just outside them, 0, -0, a subnormal and the
+// largest finite value (for f16 weights: 65504, a subnormal, -0), in
+// gamma and, for LayerNorm, in beta.
+TEST(CorrectRounding, WeightsAtTheScansEdgesMatchTheReference) {
+  const size_t rows = 2, cols = 1000;
+  const std::vector<float> x = MakeRows(Family::kStdNormal, rows, cols, 71u);
+  const std::vector<float> bf16_edges = {
+      0x1p60f,   0x1.02p60f, -0x1p60f, 0x1p-60f,  0x1.fcp-61f,
+      -0x1p-60f, 0.0f,       -0.0f,    0x1p-133f, 0x1.fep127f};
+  const std::vector<float> f16_edges = {65504.0f, 0x1p-24f, -0.0f};
+  for (simdnorm_dtype p : {SIMDNORM_BF16, SIMDNORM_F16}) {
+    for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
+      for (int form = 0; form < 3; ++form) {  // RMSNorm HF, RMSNorm, LN
+        for (float edge : p == SIMDNORM_BF16 ? bf16_edges : f16_edges) {
+          for (size_t at : {size_t{3}, size_t{500}, cols - 7}) {
+            std::vector<float> g = ParamData(true, cols);
+            std::vector<float> b = ParamData(false, cols);
+            (form == 2 && at == 500 ? b : g)[at] = edge;
+            Inputs in;
+            in.kind = form == 2 ? SIMDNORM_LAYERNORM : SIMDNORM_RMSNORM;
+            in.x_type = SIMDNORM_BF16;
+            in.y_type = yt;
+            in.p_type = p;
+            in.rows = rows;
+            in.cols = cols;
+            in.round_normalized = form == 0;
+            in.x = Store(in.x_type, x);
+            in.gamma = Store(p, g);
+            if (form == 2) in.beta = Store(p, b);
+            ExpectSameBytesOnEveryIsa(in);
+          }
+        }
+      }
+    }
+  }
+}
+
 // v on a bf16 midpoint, within ~0.01 of v's last fp32 place, where v = t
 // = x * s in Hugging Face's order and v = y = x * s * g by default: eps is
 // chosen so that s = 1 / sqrt(mean(x^2) + eps) puts one element's v there
