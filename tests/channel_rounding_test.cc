@@ -281,6 +281,35 @@ TEST_P(ChannelRoundingTest, ResultsAcrossTheRange) {
   }
 }
 
+// Inference with x at its channel's running mean (d = 0, so y = beta
+// exactly and the lean bound's w0 is 0) in a third of the elements, beta
+// +0, -0, normal, a bf16 and f16 tie, or subnormal: the ends rounded by
+// the hardware (where Bf16EndsHold lets bf16 take them) and the software
+// test must give the reference's bits.
+TEST_P(ChannelRoundingTest, InferenceAtTheRunningMean) {
+  const double betas[] = {0.0,           -0.0,     0.75,      1.0 + 0x1p-8,
+                          1.0 + 0x1p-11, 0x1p-130, -0x1p-140, 0x1p-126};
+  const size_t kBetas = sizeof(betas) / sizeof(betas[0]);
+  uint32_t seed = 900;
+  for (simdnorm_layout l : kLayouts) {
+    for (simdnorm_dtype yt : kOut16) {
+      for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+        Problem p(Kind::kInference, kShape, l, xt, yt, SIMDNORM_F32);
+        Fill(p, 0.5, 2.0, seed++);
+        const size_t c = p.s.c, hw = p.s.hw;
+        for (size_t j = 0; j < c; ++j) {
+          p.rm[j] = 0.5f + 0.125f * static_cast<float>(j % 8);  // 16-bit
+          p.beta.Set(j, betas[j % kBetas]);
+        }
+        for (size_t i = 0; i < p.x.size(); i += 3) {
+          p.x.Set(i, p.rm[l == SIMDNORM_NCHW ? i / hw % c : i % c]);
+        }
+        ExpectSameBits(p, "x at the running mean");
+      }
+    }
+  }
+}
+
 TEST_P(ChannelRoundingTest, HardData) {
   struct Case {
     double mean, sd;
