@@ -246,16 +246,17 @@ HWY_INLINE void LeanResult(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
   e = hn::MulAdd(r, hn::Abs(y), wd);
 }
 
-// 16-bit y of a lean vector with finite weights (and for bf16 a nonzero
-// w0), as the rows' StoreIfAlike (where kHardwareEnds: f16 by VCVTPS2PH or
-// FCVT, bf16 by VCVTNEPS2BF16 on the AVX512_BF16 targets): both ends y -+ e
-// rounded by the hardware (monotonic), the low ends stored, and true where
-// every lane's ends agree (then the exact value between them rounds alike).
-// Else *clear gets the lanes that did (an inf y has a NaN end and never does).
-// ~5 operations a vector against RoundsClear's ~15 (f16) or RoundsAlikeBF16's
-// ~10 and the packing (bf16). bf16 needs e >= 2^-111 on every lane (no
-// zero w0): the conversion reads a subnormal end as zero, and such an end
-// then differs from the other (2e apart, nonzero).
+// 16-bit y of a lean vector with finite weights (and for bf16
+// Bf16EndsHold), as the rows' StoreIfAlike (where kHardwareEnds: f16 by
+// VCVTPS2PH or FCVT, bf16 by VCVTNEPS2BF16 on the AVX512_BF16 targets): both
+// ends y -+ e rounded by the hardware (monotonic), the low ends stored, and
+// true where every lane's ends agree (then the exact value between them rounds
+// alike). Else *clear gets the lanes that did (an inf y has a NaN end and never
+// does). ~5 operations a vector against RoundsClear's ~15 (f16) or
+// RoundsAlikeBF16's ~10 and the packing (bf16). bf16 needs e >= 2^-111 on every
+// lane, or an exact normal or zero y where e = 0 (Bf16EndsHold): the conversion
+// reads a subnormal end as zero, and such an end then differs from the
+// other (2e apart, nonzero).
 #if SIMDNORM_HW_F16
 template <class DF>
 HWY_INLINE bool StoreLean(DF df, hn::Vec<DF> y, hn::Vec<DF> e,
@@ -399,16 +400,18 @@ HWY_INLINE void ApplyPlaneUnit(DF df, Unit mode, const TX* x, TY* y, size_t n,
 // as ChannelScratch: a vector from any channel fits). kDecideAll channels
 // get NaN bounds (no lane is clear), kNaN channels the nan flag. r and w
 // w0 are the lean bound's (LeanWeights, LeanWeightsAtZero; NaN where it
-// does not hold), full flags checked channels without it.
+// does not hold), full flags checked channels without it, bf16_ends those
+// whose bf16 ends hold (Bf16EndsHold).
 struct CheckedChannels {
   size_t cp;
-  float *m, *mul, *add, *alpha, *beta, *g, *b, *nan, *r, *w, *w0, *full;
+  float *m, *mul, *add, *alpha, *beta, *g, *b, *nan, *r, *w, *w0, *full,
+      *bf16_ends;
 
   CheckedChannels(size_t c, size_t lanes, internal::Scratch& scratch)
       : cp((c + lanes - 1) / lanes * lanes + lanes) {
-    float* f = scratch.Take<float>(12 * cp);
-    for (float** p :
-         {&m, &mul, &add, &alpha, &beta, &g, &b, &nan, &r, &w, &w0, &full}) {
+    float* f = scratch.Take<float>(13 * cp);
+    for (float** p : {&m, &mul, &add, &alpha, &beta, &g, &b, &nan, &r, &w, &w0,
+                      &full, &bf16_ends}) {
       *p = f;
       f += cp;
     }
@@ -429,6 +432,7 @@ struct CheckedChannels {
     w[j] = LeanWeights(c, gj, bj);
     w0[j] = LeanWeightsAtZero(c, gj, bj);
     full[j] = mode == Unit::kChecked && !k.lean ? 1.0f : 0.0f;
+    bf16_ends[j] = Bf16EndsHold(w0[j], bj) ? 1.0f : 0.0f;
   }
 
   // Whether channels [0, c) may all take the lean bound.
@@ -471,17 +475,13 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
       const auto finite = [&](hn::Vec<DF> v) {
         return hn::AllTrue(df, hn::Lt(hn::Abs(v), hn::Set(df, HUGE_VALF)));
       };
-      const auto bf16_ends = [&]() {
-        const auto zero = hn::Zero(df);
-        const auto tiny = hn::And(hn::Lt(hn::Abs(b), hn::Set(df, 0x1p-126f)),
-                                  hn::Ne(b, zero));
-        return hn::AllTrue(df, hn::Or(hn::Gt(w0, zero), hn::Not(tiny)));
-      };
       [[maybe_unused]] const bool ends =
           kLean && kHardwareEnds<DF, TY> && count == N &&
           hn::AllFalse(df, nan) && finite(g) && finite(b) && finite(alpha) &&
           finite(beta) && finite(w0) &&
-          (std::is_same_v<TY, f16_t> || bf16_ends());
+          (std::is_same_v<TY, f16_t> ||
+           hn::AllTrue(df,
+                       hn::Ne(hn::LoadU(df, t.bf16_ends + j), hn::Zero(df))));
       for (size_t p = p0; p < p1; ++p) {
         const TX* xr = x + p * x_stride + j;
         TY* yr = y + p * y_stride + j;
