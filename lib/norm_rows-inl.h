@@ -1251,7 +1251,8 @@ HWY_NOINLINE void SumsF64(DF df, const TX* HWY_RESTRICT x, size_t n, float k,
   };
   const size_t N = hn::Lanes(df);
   for (; i + 2 * N <= n; i += 2 * N) {
-    const auto va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
+    hn::Vec<DF> va, vb;
+    LoadPair(df, x + i, va, vb);
     const auto d0 = centered(hn::LowerHalf(dfh, va));
     const auto d1 = centered(hn::UpperHalf(dfh, va));
     const auto d2 = centered(hn::LowerHalf(dfh, vb));
@@ -1353,9 +1354,9 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
          q3 = hn::Zero(df);
     const size_t block_end = n - i > 16 * N ? i + 16 * N : n;
     for (; i + 4 * N <= block_end; i += 4 * N) {
-      const auto x0 = LoadPairA(df, x + i), x1 = LoadPairB(df, x + i);
-      const auto x2 = LoadPairA(df, x + i + 2 * N);
-      const auto x3 = LoadPairB(df, x + i + 2 * N);
+      hn::Vec<DF> x0, x1, x2, x3;
+      LoadPair(df, x + i, x0, x1);
+      LoadPair(df, x + i + 2 * N, x2, x3);
       q0 = hn::MulAdd(x0, x0, q0);
       q1 = hn::MulAdd(x1, x1, q1);
       q2 = hn::MulAdd(x2, x2, q2);
@@ -2193,9 +2194,16 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
   const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
   uint64_t flagged = 0;
   for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
-    auto va = hn::Mul(LoadPairA(df, x + i), vmul);
-    auto vb = hn::Mul(LoadPairB(df, x + i), vmul);
-    const auto ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+    hn::Vec<DF> va, vb, ga, gb;
+    if constexpr (kRoundT) {  // one load each measured 2% slower aligned
+      va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
+      ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+    } else {
+      LoadPair(df, x + i, va, vb);
+      LoadPair(df, gamma + i, ga, gb);
+    }
+    va = hn::Mul(va, vmul);
+    vb = hn::Mul(vb, vmul);
     if constexpr (!kRoundT) {
       va = hn::Mul(va, ga);
       vb = hn::Mul(vb, gb);
