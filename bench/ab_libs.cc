@@ -22,12 +22,13 @@
 // kind groupnorm-nchw or groupnorm-nhwc times simdnorm_group_norm on one
 // sample of cols channels and rows positions, 32 groups (gamma, beta);
 // batchnorm-training-nchw or -nhwc simdnorm_batch_norm in training on the
-// same shape.
+// same shape, batchnorm-nchw or -nhwc in inference.
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
   const std::string kind = opt["kind"].substr(
       0, opt["kind"].size() - (backward ? suffix.size() : 0));
   const bool group = kind.rfind("groupnorm-", 0) == 0;
-  const bool batch = kind.rfind("batchnorm-training-", 0) == 0;
+  const bool batch = kind.rfind("batchnorm-", 0) == 0;
   const std::string& dtype = opt["dtype"];
   const size_t colon = dtype.find(':');
   const Type tx = TypeOf(dtype.substr(0, colon));
@@ -243,13 +244,19 @@ int main(int argc, char** argv) {
   simdnorm_group_desc gd = {};
   ChannelDesc(d, beta.p, kind, gd);
   gd.groups = 32;
-  std::vector<float> running(2 * cols, 1.0f);
+  // Running statistics as training leaves them: a mean near 0 (not a bf16
+  // value) and a variance near 1.
+  std::vector<float> running(2 * cols);
+  for (size_t j = 0; j < cols; ++j) {
+    running[j] = 0.1f * normal(rng);
+    running[cols + j] = 1.0f + 0.1f * std::fabs(normal(rng));
+  }
   simdnorm_batch_desc nd = {};
   ChannelDesc(d, beta.p, kind, nd);
   nd.running_mean = running.data();
   nd.running_var = running.data() + cols;
   nd.momentum = 0.1f;
-  nd.training = 1;
+  nd.training = kind.rfind("batchnorm-training-", 0) == 0 ? 1 : 0;
   simdnorm_backward_desc bd = {};
   if (backward) {  // the forward's saved statistics, then the backward's
     d.y = y0.p;
