@@ -246,6 +246,14 @@ class FloatSums {
 };
 
 const ExactSums& Exact(const CrRow& row, CrCache& cache) {
+  if (!cache.has_exact && cache.given) {  // GivenMoments' row
+    ExactSums* e = &cache.exact;
+    e->n = Dyadic::FromDouble(1.0);
+    e->s = Dyadic::FromDouble(cache.mean);
+    e->q = Dyadic();  // unused: d is given
+    e->d = Dyadic::FromDouble(cache.var) + Dyadic::FromDouble(cache.eps);
+    cache.has_exact = true;
+  }
   if (!cache.has_exact) {
     ExactSums* e = &cache.exact;
     e->n = Dyadic::FromDouble(static_cast<double>(row.n));
@@ -744,11 +752,11 @@ Moments GivenMoments(float mean, float var, float eps, RowStats* st,
   // eps). A positive d is exact's sign: a sum of two doubles is 0 only
   // when exactly 0.
   *st = RowStats{mean, 0.0, d, 0.0, 0.0, 1.0 / std::sqrt(d), 4 * kU};
-  cache->exact.n = Dyadic::FromDouble(1.0);
-  cache->exact.s = Dyadic::FromDouble(mean);
-  cache->exact.q = Dyadic();  // unused: d is given
-  cache->exact.d = Dyadic::FromDouble(var) + Dyadic::FromDouble(eps);
-  cache->has_exact = true;
+  cache->has_exact = false;
+  cache->given = true;
+  cache->mean = mean;
+  cache->var = var;
+  cache->eps = eps;
   return Moments::kFinite;
 }
 

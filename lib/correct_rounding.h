@@ -99,19 +99,23 @@ struct ExactSums {
 };
 
 // The exact sums of a row, made on first need (once per row), in place.
+// given: GivenMoments' mean, var and eps, from which they are made (most
+// inference channels never need them).
 struct CrCache {
   bool has_exact = false;
+  bool given = false;
+  float mean = 0.0f, var = 0.0f, eps = 0.0f;
   ExactSums exact;
 };
 
 // BatchNorm inference, whose statistics are given: xhat = (x - mean) /
 // sqrt(var + eps) is a LayerNorm row of one element with the exact sums S
 // = mean and d = var + eps (XhatOf's p0 = x - S). kFinite: *st and *cache
-// are that row's (r and its bound in double, the exact sums made); the
-// row's x may be any elements (CrRow's accessor) and its n is 1. kNaN: var
-// + eps is not positive or is NaN, or mean is NaN: a NaN channel. kInfinite:
-// mean or var + eps is infinite; then every y is exactly
-// InferenceInDouble's (x - mean is inf, or xhat is +-0, or NaN).
+// are that row's (r and its bound in double; the exact sums, made on first
+// need); the row's x may be any elements (CrRow's accessor) and its n is
+// 1. kNaN: var + eps is not positive or is NaN, or mean is NaN: a NaN
+// channel. kInfinite: mean or var + eps is infinite; then every y is
+// exactly InferenceInDouble's (x - mean is inf, or xhat is +-0, or NaN).
 enum class Moments { kFinite, kNaN, kInfinite };
 Moments GivenMoments(float mean, float var, float eps, RowStats* st,
                      CrCache* cache);
