@@ -352,7 +352,7 @@ HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
     std::unique_ptr<InferenceChannel[]> ic(new InferenceChannel[c]);
     for (size_t ch = 0; ch < c; ++ch) {
       SetInferenceChannel<TX, TY>(a, ch, x + ch, c, &ic[ch]);
-      t.Set(ch, ic[ch].mode, ic[ch].k, a.gamma[ch], a.beta[ch]);
+      t.Set<TX>(ch, ic[ch].mode, ic[ch].k, a.gamma[ch], a.beta[ch]);
     }
     ApplyNhwcChecked(df, x, c, y, c, c, p1 - p0, t, [&](size_t p, size_t ch) {
       return InferenceBits<TX>(a, ch, ic[ch], p);
@@ -397,7 +397,7 @@ HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
       a.mean[c0 + j] = st.k + st.c;
       a.var[c0 + j] = st.v / static_cast<double>(rows);
       CheckedConsts k{};
-      t.Set(j, CheckedUnit(st, &k), k, a.gamma[c0 + j], a.beta[c0 + j]);
+      t.Set<TX>(j, CheckedUnit(st, &k), k, a.gamma[c0 + j], a.beta[c0 + j]);
       cr[j] = GroupCrRow<TX, TY>(x + j, rows, a.eps, st);
       cr[j].step = x_stride;
     }

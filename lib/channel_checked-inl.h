@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "lib/correct_rounding.h"
@@ -234,16 +235,58 @@ HWY_INLINE hn::Mask<DF> CheckedVector(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
 // CheckedVector computes them, and the bound e = r|y| + w, w = LeanWeights
 // (w0 = LeanWeightsAtZero where d = 0): 4 operations a vector against
 // CheckedVector's 9. Like the rows' YBound, r has room for the roundings
-// of y -+ e.
-template <class DF>
+// of y -+ e. !kAtZero: no lane has d = 0 with w0 != w (AtZero), so w0 is
+// not selected. kMerged: mul holds s = mul * g (MergedScale), and y = d s
+// + b, one FMA.
+template <bool kAtZero = true, bool kMerged = false, class DF>
 HWY_INLINE void LeanResult(DF df, hn::Vec<DF> xv, hn::Vec<DF> m,
                            hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> r,
                            hn::Vec<DF> w, hn::Vec<DF> w0, hn::Vec<DF> g,
                            hn::Vec<DF> b, hn::Vec<DF>& y, hn::Vec<DF>& e) {
   const auto d = hn::Sub(xv, m);
-  y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
-  const auto wd = hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w);
+  if constexpr (kMerged) {
+    (void)add;
+    (void)g;
+    y = hn::MulAdd(d, mul, b);
+  } else {
+    y = GammaBeta(df, hn::MulAdd(d, mul, add), g, b);
+  }
+  const auto wd = kAtZero ? hn::IfThenElse(hn::Eq(d, hn::Zero(df)), w0, w) : w;
   e = hn::MulAdd(r, hn::Abs(y), wd);
+}
+
+// Whether LeanResult may take y = d s + b with s = mul * g in fp32
+// (kMerged): with add = 0 (BatchNorm inference; units whose mean is exact
+// in fp32), t g = fl(d mul) g, and d s = d mul g (1 + delta), |delta| <= u
+// where s is a normal float (or g = 0): the same relative error as t's
+// rounding, so the lean bound holds for the one FMA as for t = d mul and
+// y = t g + b. Only without d = 0 lanes at w0 (!AtZero): a zero d s may
+// carry the other sign of zero than t g, and the ends then straddle zero
+// (e >= w > 0) and send it to the decisions. Saves an FMA a vector.
+template <class DF>
+HWY_INLINE bool MergedScale(DF df, hn::Vec<DF> mul, hn::Vec<DF> add,
+                            hn::Vec<DF> g, hn::Vec<DF>& s) {
+  s = hn::Mul(mul, g);
+  const auto as = hn::Abs(s);
+  return HWY_NATIVE_FMA && hn::AllTrue(df, hn::Eq(add, hn::Zero(df))) &&
+         hn::AllTrue(df, hn::Lt(as, hn::Set(df, HUGE_VALF))) &&
+         hn::AllTrue(df, hn::Or(hn::Eq(g, hn::Zero(df)),
+                                hn::Ge(as, hn::Set(df, 0x1p-126f))));
+}
+
+// Whether LeanResult must select w0 for a unit of TX elements with mean m:
+// w0 differs from w and some x equals m (d = x - m is 0 only there; a
+// bf16 x only where m is a bf16 value, as a trained running mean rarely
+// is). Saves a compare and a blend a vector of bf16 BatchNorm inference.
+template <typename TX>
+inline bool AtZero(float m, float w, float w0) {
+  if (w0 == w) return false;
+  if constexpr (std::is_same_v<TX, bf16_t>) {
+    uint32_t bits;
+    std::memcpy(&bits, &m, sizeof(bits));
+    return (bits & 0xFFFFu) == 0;
+  }
+  return true;
 }
 
 // 16-bit y of a lean vector with finite weights (and for bf16
@@ -284,6 +327,57 @@ HWY_INLINE bool StoreLean(DF /*df*/, hn::Vec<DF> y, hn::Vec<DF> e,
   if (HWY_LIKELY(alike == 0xFFFF)) return true;
   *clear = hn::Mask<DF>{alike};
   return false;
+}
+
+// StoreLean of two bf16 vectors, a's to pa and b's to pb (kContiguous: pb
+// = pa + 16, one store), with one VCVTNE2PS2BF16 per end for both where
+// StoreLean takes one conversion per end and vector: Zen 5 converts ~1
+// vector a cycle, and those conversions bounded bf16 BatchNorm inference.
+// True where every lane of both agreed; else DecideLean2 tests each again.
+template <bool kContiguous>
+HWY_INLINE bool StoreLean2(__m512 a, __m512 ea, __m512 b, __m512 eb,
+                           bf16_t* HWY_RESTRICT pa, bf16_t* HWY_RESTRICT pb) {
+  if constexpr (kContiguous) {
+    (void)pb;
+    return StoreIfAlikeBF16<false>(a, ea, b, eb, pa);
+  } else {
+    // a in words 0-15, b in 16-31.
+    const __m512i lo = BothBF16(_mm512_sub_ps(b, eb), _mm512_sub_ps(a, ea));
+    const __m512i hi = BothBF16(_mm512_add_ps(b, eb), _mm512_add_ps(a, ea));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pa),
+                        _mm512_castsi512_si256(lo));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(pb),
+                        _mm512_extracti64x4_epi64(lo, 1));
+    return _mm512_cmpneq_epi16_mask(lo, hi) == 0;
+  }
+}
+
+// Calls pairs(at_zero, merge), a lean loop, with its form as compile-time
+// constants: w0 selected where a lane may have d = 0 (AtZero), else the
+// one FMA where MergedScale allows it.
+template <class Pairs>
+HWY_INLINE void WithLeanForm(bool at_zero, bool merged, const Pairs& pairs) {
+  if (at_zero) {
+    pairs(std::true_type(), std::false_type());
+  } else if (merged) {
+    pairs(std::false_type(), std::true_type());
+  } else {
+    pairs(std::false_type(), std::false_type());
+  }
+}
+
+// Two lean vectors whose ends did not all agree in StoreLean2: each stored
+// and tested again by StoreLean, its open lanes decided (decide_a(l),
+// decide_b(l) give lane l's bits).
+template <class DF, class DecideA, class DecideB>
+HWY_NOINLINE void DecideLean2(DF df, hn::Vec<DF> a, hn::Vec<DF> ea,
+                              hn::Vec<DF> b, hn::Vec<DF> eb, bf16_t* pa,
+                              bf16_t* pb, const DecideA& decide_a,
+                              const DecideB& decide_b) {
+  const size_t N = hn::Lanes(df);
+  hn::Mask<DF> clear;
+  if (!StoreLean(df, a, ea, pa, &clear)) DecideOpen(df, clear, N, pa, decide_a);
+  if (!StoreLean(df, b, eb, pb, &clear)) DecideOpen(df, clear, N, pb, decide_b);
 }
 #endif
 
@@ -337,7 +431,40 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
       kLean && kHardwareEnds<DF, TY> && std::isfinite(g) && std::isfinite(b) &&
       (std::is_same_v<TY, f16_t> ||
        Bf16EndsHold(LeanWeightsAtZero(k, g, b), b));
-  for (size_t i = 0; i + N <= n; i += N) {
+  size_t i = 0;
+#if SIMDNORM_AVX512BF16
+  // bf16: two vectors a conversion (StoreLean2).
+  if constexpr (kLean && kHardwareEnds<DF, TY> && std::is_same_v<TY, bf16_t>) {
+    hn::Vec<DF> s;
+    const bool merged = MergedScale(df, mul, add, vg, s);
+    const auto pairs = [&](auto at_zero, auto merge) {
+      constexpr bool kAtZero = decltype(at_zero)::value;
+      constexpr bool kMerged = decltype(merge)::value;
+      const auto vm = kMerged ? s : mul;
+      for (; i + 2 * N <= n; i += 2 * N) {
+        hn::Vec<DF> v0, v1, e0, e1;
+        LeanResult<kAtZero, kMerged>(df, LoadF(df, x + i), m, vm, add, r, w, w0,
+                                     vg, vb, v0, e0);
+        LeanResult<kAtZero, kMerged>(df, LoadF(df, x + i + N), m, vm, add, r, w,
+                                     w0, vg, vb, v1, e1);
+        if (HWY_UNLIKELY(!StoreLean2<true>(v0.raw, e0.raw, v1.raw, e1.raw,
+                                           y + i, y + i + N))) {
+          const size_t at = i;
+          DecideLean2(
+              df, v0, e0, v1, e1, y + at, y + at + N,
+              [&](size_t l) { return decide(at + l); },
+              [&](size_t l) { return decide(at + N + l); });
+        }
+      }
+    };
+    if (ends) {
+      WithLeanForm(
+          AtZero<TX>(k.m, LeanWeights(k, g, b), LeanWeightsAtZero(k, g, b)),
+          merged, pairs);
+    }
+  }
+#endif
+  for (; i + N <= n; i += N) {
 #if SIMDNORM_HW_F16 || SIMDNORM_AVX512BF16
     if constexpr (kLean && kHardwareEnds<DF, TY>) {
       if (ends) {
@@ -362,7 +489,6 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
                  [&](size_t l) { return decide(at + l); });
     }
   }
-  const size_t i = n / N * N;
   if (i < n) {
     const size_t count = n - i;
     auto clear = UnitVector<kLean, TY>(df, LoadTailF(df, x + i, count), m, mul,
@@ -370,8 +496,9 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
     clear = hn::Or(clear, hn::Not(hn::FirstN(df, count)));
     StoreTailF(df, v, y + i, count);
     if (!hn::AllTrue(df, clear)) {
-      DecideOpen(df, clear, count, y + i,
-                 [&](size_t l) { return decide(i + l); });
+      const size_t at = i;  // i's address would keep it in memory
+      DecideOpen(df, clear, count, y + at,
+                 [&](size_t l) { return decide(at + l); });
     }
   }
 }
@@ -401,22 +528,24 @@ HWY_INLINE void ApplyPlaneUnit(DF df, Unit mode, const TX* x, TY* y, size_t n,
 // get NaN bounds (no lane is clear), kNaN channels the nan flag. r and w
 // w0 are the lean bound's (LeanWeights, LeanWeightsAtZero; NaN where it
 // does not hold), full flags checked channels without it, bf16_ends those
-// whose bf16 ends hold (Bf16EndsHold).
+// whose bf16 ends hold (Bf16EndsHold), at_zero those whose lean results
+// select w0 (AtZero; x of type TX).
 struct CheckedChannels {
   size_t cp;
   float *m, *mul, *add, *alpha, *beta, *g, *b, *nan, *r, *w, *w0, *full,
-      *bf16_ends;
+      *bf16_ends, *at_zero;
 
   CheckedChannels(size_t c, size_t lanes, internal::Scratch& scratch)
       : cp((c + lanes - 1) / lanes * lanes + lanes) {
-    float* f = scratch.Take<float>(13 * cp);
+    float* f = scratch.Take<float>(14 * cp);
     for (float** p : {&m, &mul, &add, &alpha, &beta, &g, &b, &nan, &r, &w, &w0,
-                      &full, &bf16_ends}) {
+                      &full, &bf16_ends, &at_zero}) {
       *p = f;
       f += cp;
     }
   }
 
+  template <typename TX>
   void Set(size_t j, Unit mode, const CheckedConsts& k, float gj, float bj) {
     const CheckedConsts open{0.0f, 0.0f, 0.0f, NAN, NAN};
     const CheckedConsts& c = mode == Unit::kChecked ? k : open;
@@ -433,6 +562,7 @@ struct CheckedChannels {
     w0[j] = LeanWeightsAtZero(c, gj, bj);
     full[j] = mode == Unit::kChecked && !k.lean ? 1.0f : 0.0f;
     bf16_ends[j] = Bf16EndsHold(w0[j], bj) ? 1.0f : 0.0f;
+    at_zero[j] = AtZero<TX>(m[j], w[j], w0[j]) ? 1.0f : 0.0f;
   }
 
   // Whether channels [0, c) may all take the lean bound.
@@ -482,7 +612,47 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
           (std::is_same_v<TY, f16_t> ||
            hn::AllTrue(df,
                        hn::Ne(hn::LoadU(df, t.bf16_ends + j), hn::Zero(df))));
-      for (size_t p = p0; p < p1; ++p) {
+      size_t p = p0;
+#if SIMDNORM_AVX512BF16
+      // bf16: two positions a conversion (StoreLean2).
+      if constexpr (kLean && kHardwareEnds<DF, TY> &&
+                    std::is_same_v<TY, bf16_t>) {
+        hn::Vec<DF> s;
+        const bool merged = ends && MergedScale(df, mul, add, g, s);
+        const auto pairs = [&](auto at_zero, auto merge) {
+          constexpr bool kAtZero = decltype(at_zero)::value;
+          constexpr bool kMerged = decltype(merge)::value;
+          const auto vm = kMerged ? s : mul;
+          for (; p + 2 <= p1; p += 2) {
+            const TX* xr = x + p * x_stride + j;
+            TY* yr = y + p * y_stride + j;
+            if (p + 33 < rows) {
+              hwy::Prefetch(xr + 32 * x_stride);
+              hwy::Prefetch(xr + 33 * x_stride);
+            }
+            hn::Vec<DF> v0, v1, e0, e1;
+            LeanResult<kAtZero, kMerged>(df, LoadF(df, xr), m, vm, add, alpha,
+                                         beta, w0, g, b, v0, e0);
+            LeanResult<kAtZero, kMerged>(df, LoadF(df, xr + x_stride), m, vm,
+                                         add, alpha, beta, w0, g, b, v1, e1);
+            if (HWY_UNLIKELY(!StoreLean2<false>(v0.raw, e0.raw, v1.raw, e1.raw,
+                                                yr, yr + y_stride))) {
+              // p and j by value: their addresses would keep them in memory.
+              DecideLean2(
+                  df, v0, e0, v1, e1, yr, yr + y_stride,
+                  [&decide, p, j](size_t l) { return decide(p, j + l); },
+                  [&decide, p, j](size_t l) { return decide(p + 1, j + l); });
+            }
+          }
+        };
+        if (ends) {
+          WithLeanForm(!hn::AllTrue(df, hn::Eq(hn::LoadU(df, t.at_zero + j),
+                                               hn::Zero(df))),
+                       merged, pairs);
+        }
+      }
+#endif
+      for (; p < p1; ++p) {
         const TX* xr = x + p * x_stride + j;
         TY* yr = y + p * y_stride + j;
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
@@ -495,8 +665,9 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
                        e);
             hn::Mask<DF> clear;
             if (HWY_UNLIKELY(!StoreLean(df, v, e, yr, &clear))) {
-              DecideOpen(df, clear, N, yr,
-                         [&](size_t l) { return decide(p, j + l); });
+              DecideOpen(df, clear, N, yr, [&decide, p, j](size_t l) {
+                return decide(p, j + l);
+              });
             }
             continue;
           }
@@ -515,7 +686,7 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
         }
         if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
           DecideOpen(df, clear, count, yr,
-                     [&](size_t l) { return decide(p, j + l); });
+                     [&decide, p, j](size_t l) { return decide(p, j + l); });
         }
       }
     }

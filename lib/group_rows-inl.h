@@ -619,7 +619,8 @@ HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
       SaveGroupStats(a, i * groups + g, st.k + st.c, st.v);
       CheckedConsts k{};
       const Unit mode = CheckedUnit(st, &k);
-      for (size_t j = j0; j < j1; ++j) t.Set(j, mode, k, a.gamma[j], a.beta[j]);
+      for (size_t j = j0; j < j1; ++j)
+        t.Set<TX>(j, mode, k, a.gamma[j], a.beta[j]);
       cr[g] = GroupCrRow<TX, TY>(x + j0, n, a.eps, st);
       cr[g].run = cg;
       cr[g].run_stride = c;

@@ -285,27 +285,71 @@ TEST_P(ChannelRoundingTest, ResultsAcrossTheRange) {
 // exactly and the lean bound's w0 is 0) in a third of the elements, beta
 // +0, -0, normal, a bf16 and f16 tie, or subnormal: the ends rounded by
 // the hardware (where Bf16EndsHold lets bf16 take them) and the software
-// test must give the reference's bits.
+// test must give the reference's bits. Then with running means 2^-14 off
+// a 16-bit value, x the nearest x value (d tiny but not 0: bf16 x never
+// selects w0 there, AtZero).
 TEST_P(ChannelRoundingTest, InferenceAtTheRunningMean) {
   const double betas[] = {0.0,           -0.0,     0.75,      1.0 + 0x1p-8,
                           1.0 + 0x1p-11, 0x1p-130, -0x1p-140, 0x1p-126};
   const size_t kBetas = sizeof(betas) / sizeof(betas[0]);
   uint32_t seed = 900;
-  for (simdnorm_layout l : kLayouts) {
-    for (simdnorm_dtype yt : kOut16) {
-      for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
-        Problem p(Kind::kInference, kShape, l, xt, yt, SIMDNORM_F32);
-        Fill(p, 0.5, 2.0, seed++);
-        const size_t c = p.s.c, hw = p.s.hw;
-        for (size_t j = 0; j < c; ++j) {
-          p.rm[j] = 0.5f + 0.125f * static_cast<float>(j % 8);  // 16-bit
-          p.beta.Set(j, betas[j % kBetas]);
+  for (float off : {0.0f, 0x1p-14f}) {
+    for (simdnorm_layout l : kLayouts) {
+      for (simdnorm_dtype yt : kOut16) {
+        for (simdnorm_dtype xt : {SIMDNORM_F32, SIMDNORM_BF16}) {
+          Problem p(Kind::kInference, kShape, l, xt, yt, SIMDNORM_F32);
+          Fill(p, 0.5, 2.0, seed++);
+          const size_t c = p.s.c, hw = p.s.hw;
+          for (size_t j = 0; j < c; ++j) {
+            p.rm[j] = 0.5f + 0.125f * static_cast<float>(j % 8) + off;
+            p.beta.Set(j, betas[j % kBetas]);
+          }
+          for (size_t i = 0; i < p.x.size(); i += 3) {
+            p.x.Set(i, p.rm[l == SIMDNORM_NCHW ? i / hw % c : i % c]);
+          }
+          ExpectSameBits(p, off == 0.0f ? "x at the running mean"
+                                        : "x next to the running mean");
         }
-        for (size_t i = 0; i < p.x.size(); i += 3) {
-          p.x.Set(i, p.rm[l == SIMDNORM_NCHW ? i / hw % c : i % c]);
-        }
-        ExpectSameBits(p, "x at the running mean");
       }
+    }
+  }
+}
+
+// bf16 inference whose running means are no bf16 value (so that the lean
+// loops drop the d = 0 case and take y = (x - m) s + b, one FMA: AtZero,
+// MergedScale), with beta chosen so that one element per channel lies a few
+// fp32 ulps from a bf16 rounding boundary: those elements test the bound
+// where it is tight, on both sides of it.
+TEST_P(ChannelRoundingTest, InferenceNearBoundaries) {
+  std::mt19937 rng(1234);
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> ulps(-12, 12);
+  for (int round = 0; round < 40; ++round) {
+    for (simdnorm_layout l : kLayouts) {
+      Problem p(Kind::kInference, Shape{1, 32, 34, 1}, l, SIMDNORM_BF16,
+                SIMDNORM_BF16, SIMDNORM_F32);
+      for (size_t i = 0; i < p.x.size(); ++i) p.x.Set(i, normal(rng));
+      for (size_t ch = 0; ch < p.s.c; ++ch) {
+        p.rm[ch] = static_cast<float>(0.1 * normal(rng)) + 0x1p-20f;
+        p.rv[ch] = static_cast<float>(1.0 + 0.5 * std::fabs(normal(rng)));
+        const double g = 1.0 + 0.5 * normal(rng);
+        p.gamma.Set(ch, g);
+        // Element ch % hw near a boundary: y = xhat g + b within a few
+        // fp32 ulps of the bf16 midpoint T next to xhat g + 0.1 N(0, 1).
+        const double x = p.x.Get(p.Index(0, ch, ch % p.s.hw));
+        const double xhat =
+            (x - p.rm[ch]) / std::sqrt(static_cast<double>(p.rv[ch]) + p.eps);
+        const float y0 = static_cast<float>(xhat * g + 0.1 * normal(rng));
+        uint32_t bits;
+        std::memcpy(&bits, &y0, sizeof(bits));
+        bits = (bits & 0xFFFF0000u) | 0x8000u;
+        float tie;
+        std::memcpy(&tie, &bits, sizeof(tie));
+        const double ulp = std::ldexp(1.0, std::ilogb(tie) - 23);
+        p.beta.Set(ch, tie - xhat * g + ulps(rng) * ulp / 2);
+      }
+      ExpectSameBits(p, "near a rounding boundary");
+      if (HasFailure()) return;
     }
   }
 }
