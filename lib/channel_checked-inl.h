@@ -422,21 +422,21 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
   const auto add = hn::Set(df, k.add);
   const auto r = hn::Set(df, kLean ? k.r : k.alpha);
-  const auto w = hn::Set(df, kLean ? LeanWeights(k, g, b) : k.beta);
-  const auto w0 = hn::Set(df, LeanWeightsAtZero(k, g, b));
+  // Once per plane: GroupNorm's planes may be 64 elements (8x8).
+  const float ws = kLean ? LeanWeights(k, g, b) : k.beta;
+  const float w0s = LeanWeightsAtZero(k, g, b);
+  const auto w = hn::Set(df, ws), w0 = hn::Set(df, w0s);
   const auto vg = hn::Set(df, g), vb = hn::Set(df, b);
   hn::Vec<DF> v;
   // 16-bit y with finite weights: both ends by the hardware (StoreLean).
   [[maybe_unused]] const bool ends =
       kLean && kHardwareEnds<DF, TY> && std::isfinite(g) && std::isfinite(b) &&
-      (std::is_same_v<TY, f16_t> ||
-       Bf16EndsHold(LeanWeightsAtZero(k, g, b), b));
+      (std::is_same_v<TY, f16_t> || Bf16EndsHold(w0s, b));
   size_t i = 0;
 #if SIMDNORM_AVX512BF16
   // bf16: two vectors a conversion (StoreLean2).
   if constexpr (kLean && kHardwareEnds<DF, TY> && std::is_same_v<TY, bf16_t>) {
-    hn::Vec<DF> s;
-    const bool merged = MergedScale(df, mul, add, vg, s);
+    hn::Vec<DF> s = mul;  // MergedScale sets it
     const auto pairs = [&](auto at_zero, auto merge) {
       constexpr bool kAtZero = decltype(at_zero)::value;
       constexpr bool kMerged = decltype(merge)::value;
@@ -458,9 +458,9 @@ HWY_NOINLINE void ApplyPlaneChecked(DF df, const TX* x, TY* y, size_t n,
       }
     };
     if (ends) {
-      WithLeanForm(
-          AtZero<TX>(k.m, LeanWeights(k, g, b), LeanWeightsAtZero(k, g, b)),
-          merged, pairs);
+      const bool at_zero = AtZero<TX>(k.m, ws, w0s);
+      WithLeanForm(at_zero, !at_zero && MergedScale(df, mul, add, vg, s),
+                   pairs);
     }
   }
 #endif
@@ -617,7 +617,7 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
       // bf16: two positions a conversion (StoreLean2).
       if constexpr (kLean && kHardwareEnds<DF, TY> &&
                     std::is_same_v<TY, bf16_t>) {
-        hn::Vec<DF> s;
+        hn::Vec<DF> s = mul;  // MergedScale sets it
         const bool merged = ends && MergedScale(df, mul, add, g, s);
         const auto pairs = [&](auto at_zero, auto merge) {
           constexpr bool kAtZero = decltype(at_zero)::value;
