@@ -693,11 +693,82 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
   }
 }
 
+#if SIMDNORM_AVX512BF16
+// Whether every channel of a channels-last unit takes ApplyNhwcMerged: c a
+// multiple of 2N, every channel lean, not NaN, with finite weights and
+// bounds, its bf16 ends holding, no d = 0 at w0 (AtZero) and the one-FMA
+// form (MergedScale's conditions).
+inline bool AllMerged(const CheckedChannels& t, size_t c, size_t lanes) {
+  if (c % (2 * lanes) != 0 || !HWY_NATIVE_FMA) return false;
+  for (size_t j = 0; j < c; ++j) {
+    const float s = t.mul[j] * t.g[j];
+    const bool scale = t.g[j] == 0.0f ||
+                       (std::fabs(s) >= 0x1p-126f && std::fabs(s) < HUGE_VALF);
+    if (t.full[j] != 0.0f || t.nan[j] != 0.0f || t.bf16_ends[j] == 0.0f ||
+        t.at_zero[j] != 0.0f || t.add[j] != 0.0f || !scale ||
+        !(std::fabs(t.g[j]) < HUGE_VALF && std::fabs(t.b[j]) < HUGE_VALF &&
+          std::fabs(t.r[j]) < HUGE_VALF && std::fabs(t.w[j]) < HUGE_VALF)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Channels-last bf16 results where AllMerged holds (BatchNorm inference
+// with trained running means): 2N channels of a position at a time, one
+// 64-byte line of y per StoreLean2, blocks of 32 positions with the
+// channels' constants in registers.
+template <class DF, typename TX, class Decide>
+HWY_NOINLINE void ApplyNhwcMerged(DF df, const TX* x, size_t x_stride,
+                                  bf16_t* y, size_t y_stride, size_t c,
+                                  size_t rows, const CheckedChannels& t,
+                                  const Decide& decide) {
+  const size_t N = hn::Lanes(df);
+  for (size_t p0 = 0; p0 < rows; p0 += 32) {
+    const size_t p1 = rows - p0 > 32 ? p0 + 32 : rows;
+    for (size_t j = 0; j < c; j += 2 * N) {
+      const auto m0 = hn::LoadU(df, t.m + j), m1 = hn::LoadU(df, t.m + j + N);
+      const auto s0 = hn::Mul(hn::LoadU(df, t.mul + j), hn::LoadU(df, t.g + j));
+      const auto s1 =
+          hn::Mul(hn::LoadU(df, t.mul + j + N), hn::LoadU(df, t.g + j + N));
+      const auto b0 = hn::LoadU(df, t.b + j), b1 = hn::LoadU(df, t.b + j + N);
+      const auto r0 = hn::LoadU(df, t.r + j), r1 = hn::LoadU(df, t.r + j + N);
+      const auto w0 = hn::LoadU(df, t.w + j), w1 = hn::LoadU(df, t.w + j + N);
+      for (size_t p = p0; p < p1; ++p) {
+        const TX* xr = x + p * x_stride + j;
+        bf16_t* yr = y + p * y_stride + j;
+        if (p + 32 < rows) hwy::Prefetch(xr + 32 * x_stride);
+        hn::Vec<DF> v0, v1, e0, e1;
+        LeanResult<false, true>(df, LoadF(df, xr), m0, s0, s0, r0, w0, w0, s0,
+                                b0, v0, e0);
+        LeanResult<false, true>(df, LoadF(df, xr + N), m1, s1, s1, r1, w1, w1,
+                                s1, b1, v1, e1);
+        if (HWY_UNLIKELY(!StoreLean2<true>(v0.raw, e0.raw, v1.raw, e1.raw, yr,
+                                           yr + N))) {
+          DecideLean2(
+              df, v0, e0, v1, e1, yr, yr + N,
+              [&decide, p, j](size_t l) { return decide(p, j + l); },
+              [&decide, p, j, N](size_t l) { return decide(p, j + N + l); });
+        }
+      }
+    }
+  }
+}
+#endif
+
 template <class DF, typename TX, typename TY, class Decide>
 HWY_INLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
                                  size_t y_stride, size_t c, size_t rows,
                                  const CheckedChannels& t,
                                  const Decide& decide) {
+#if SIMDNORM_AVX512BF16
+  if constexpr (kHardwareEnds<DF, TY> && std::is_same_v<TY, bf16_t>) {
+    if (AllMerged(t, c, hn::Lanes(df))) {
+      ApplyNhwcMerged(df, x, x_stride, y, y_stride, c, rows, t, decide);
+      return;
+    }
+  }
+#endif
   if (t.AllLean(c)) {
     ApplyNhwcCheckedAs<true>(df, x, x_stride, y, y_stride, c, rows, t, decide);
   } else {
