@@ -574,6 +574,24 @@ struct CheckedChannels {
   }
 };
 
+// Whether lean channels [j, j + N) of t round both ends of their bounds by
+// the hardware (StoreLean): none NaN, finite weights and bounds (kDecideAll
+// channels have NaN bounds, whose ends would agree), and for bf16 y
+// Bf16EndsHold.
+template <typename TY, class DF>
+HWY_INLINE bool LeanEndsAt(DF df, const CheckedChannels& t, size_t j) {
+  const auto finite = [&](const float* p) {
+    return hn::AllTrue(
+        df, hn::Lt(hn::Abs(hn::LoadU(df, p + j)), hn::Set(df, HUGE_VALF)));
+  };
+  return hn::AllTrue(df, hn::Eq(hn::LoadU(df, t.nan + j), hn::Zero(df))) &&
+         finite(t.g) && finite(t.b) && finite(t.r) && finite(t.w) &&
+         finite(t.w0) &&
+         (std::is_same_v<TY, f16_t> ||
+          hn::AllTrue(df,
+                      hn::Ne(hn::LoadU(df, t.bf16_ends + j), hn::Zero(df))));
+}
+
 // Channels-last checked results: `rows` rows of c channels, x_stride and
 // y_stride elements apart; decide(p, j) gives the bits of row p, channel
 // j. Blocks of 32 rows, each channel vector's constants in registers (as
@@ -599,19 +617,9 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
       const auto beta = hn::LoadU(df, (kLean ? t.w : t.beta) + j);
       const auto g = hn::LoadU(df, t.g + j), b = hn::LoadU(df, t.b + j);
       const auto w0 = kLean ? hn::LoadU(df, t.w0 + j) : beta;
-      // 16-bit y, a whole vector of channels, none NaN, finite weights:
-      // both ends by the hardware (StoreLean). kDecideAll channels have
-      // NaN bounds, whose ends would agree; bf16 needs Bf16EndsHold.
-      const auto finite = [&](hn::Vec<DF> v) {
-        return hn::AllTrue(df, hn::Lt(hn::Abs(v), hn::Set(df, HUGE_VALF)));
-      };
-      [[maybe_unused]] const bool ends =
-          kLean && kHardwareEnds<DF, TY> && count == N &&
-          hn::AllFalse(df, nan) && finite(g) && finite(b) && finite(alpha) &&
-          finite(beta) && finite(w0) &&
-          (std::is_same_v<TY, f16_t> ||
-           hn::AllTrue(df,
-                       hn::Ne(hn::LoadU(df, t.bf16_ends + j), hn::Zero(df))));
+      // 16-bit y, a whole vector of channels: both ends by the hardware.
+      [[maybe_unused]] const bool ends = kLean && kHardwareEnds<DF, TY> &&
+                                         count == N && LeanEndsAt<TY>(df, t, j);
       size_t p = p0;
 #if SIMDNORM_AVX512BF16
       // bf16: two positions a conversion (StoreLean2).
@@ -695,19 +703,18 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
 
 #if SIMDNORM_AVX512BF16
 // Whether every channel of a channels-last unit takes ApplyNhwcMerged: c a
-// multiple of 2N, every channel lean, not NaN, with finite weights and
-// bounds, its bf16 ends holding, no d = 0 at w0 (AtZero) and the one-FMA
-// form (MergedScale's conditions).
-inline bool AllMerged(const CheckedChannels& t, size_t c, size_t lanes) {
-  if (c % (2 * lanes) != 0 || !HWY_NATIVE_FMA) return false;
-  for (size_t j = 0; j < c; ++j) {
-    const float s = t.mul[j] * t.g[j];
-    const bool scale = t.g[j] == 0.0f ||
-                       (std::fabs(s) >= 0x1p-126f && std::fabs(s) < HUGE_VALF);
-    if (t.full[j] != 0.0f || t.nan[j] != 0.0f || t.bf16_ends[j] == 0.0f ||
-        t.at_zero[j] != 0.0f || t.add[j] != 0.0f || !scale ||
-        !(std::fabs(t.g[j]) < HUGE_VALF && std::fabs(t.b[j]) < HUGE_VALF &&
-          std::fabs(t.r[j]) < HUGE_VALF && std::fabs(t.w[j]) < HUGE_VALF)) {
+// multiple of 2N, every channel lean with its ends by the hardware
+// (LeanEndsAt), no d = 0 at w0 (AtZero) and the one-FMA form (MergedScale).
+template <class DF>
+HWY_INLINE bool AllMerged(DF df, const CheckedChannels& t, size_t c) {
+  const size_t N = hn::Lanes(df);
+  if (c % (2 * N) != 0 || !t.AllLean(c)) return false;
+  for (size_t j = 0; j < c; j += N) {
+    hn::Vec<DF> s;
+    if (!LeanEndsAt<bf16_t>(df, t, j) ||
+        !hn::AllTrue(df, hn::Eq(hn::LoadU(df, t.at_zero + j), hn::Zero(df))) ||
+        !MergedScale(df, hn::LoadU(df, t.mul + j), hn::LoadU(df, t.add + j),
+                     hn::LoadU(df, t.g + j), s)) {
       return false;
     }
   }
@@ -763,7 +770,7 @@ HWY_INLINE void ApplyNhwcChecked(DF df, const TX* x, size_t x_stride, TY* y,
                                  const Decide& decide) {
 #if SIMDNORM_AVX512BF16
   if constexpr (kHardwareEnds<DF, TY> && std::is_same_v<TY, bf16_t>) {
-    if (AllMerged(t, c, hn::Lanes(df))) {
+    if (AllMerged(df, t, c)) {
       ApplyNhwcMerged(df, x, x_stride, y, y_stride, c, rows, t, decide);
       return;
     }
