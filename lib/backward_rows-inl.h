@@ -465,6 +465,17 @@ HWY_NOINLINE void BackwardRows(const internal::BackwardArgs& a,
   }
 }
 
+// Null where the target takes another's kernel (kCompiledHere: dx is
+// written; x and dy are only read).
+template <typename TX, typename TDY, typename TDX>
+constexpr internal::BackwardRowsFn BackwardKernel() {
+  if constexpr (kCompiledHere<TDX>) {
+    return &BackwardRows<TX, TDY, TDX>;
+  } else {
+    return nullptr;
+  }
+}
+
 // This target's table, [x_type][dy_type][dx_type] indexed by
 // simdnorm_dtype, filled at compile time.
 struct BackwardKernels {
@@ -473,7 +484,7 @@ struct BackwardKernels {
   template <size_t... I>
   constexpr void Fill(std::index_sequence<I...>) {
     ((table[I / 9][I / 3 % 3][I % 3] =
-          &BackwardRows<InType<I / 9>, InType<I / 3 % 3>, InType<I % 3>>),
+          BackwardKernel<InType<I / 9>, InType<I / 3 % 3>, InType<I % 3>>()),
      ...);
   }
   constexpr BackwardKernels() { Fill(std::make_index_sequence<27>()); }

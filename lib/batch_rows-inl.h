@@ -411,13 +411,30 @@ HWY_NOINLINE void BatchNhwcChecked(DF df, const internal::BatchArgs& a,
 }
 
 // This target's table, [layout][x_type][y_type], filled at compile time.
+// Null where the target takes another's kernel (kCompiledHere: y, and
+// copies of x, are written).
+template <bool kNhwc, typename TX, typename TY>
+constexpr internal::BatchFn BatchKernel() {
+  if constexpr (!kCompiledHere<TX, TY>) {
+    return nullptr;
+  } else if constexpr (kNhwc) {
+    return &BatchNhwc<TX, TY>;
+  } else {
+    return &BatchNchw<TX, TY>;
+  }
+}
+
 struct BatchKernels {
   internal::BatchTable table = {};
 
   template <size_t... I>
   constexpr void Fill(std::index_sequence<I...>) {
-    ((table[0][I / 3][I % 3] = &BatchNchw<InType<I / 3>, InType<I % 3>>), ...);
-    ((table[1][I / 3][I % 3] = &BatchNhwc<InType<I / 3>, InType<I % 3>>), ...);
+    ((table[0][I / 3][I % 3] =
+          BatchKernel<false, InType<I / 3>, InType<I % 3>>()),
+     ...);
+    ((table[1][I / 3][I % 3] =
+          BatchKernel<true, InType<I / 3>, InType<I % 3>>()),
+     ...);
   }
   constexpr BatchKernels() { Fill(std::make_index_sequence<9>()); }
 };

@@ -636,13 +636,30 @@ HWY_NOINLINE void GroupNhwcChecked(const internal::GroupArgs& a, size_t begin,
 
 // This target's table, [layout][x_type][y_type] indexed by simdnorm_layout
 // and simdnorm_dtype, filled at compile time.
+// Null where the target takes another's kernel (kCompiledHere: y, and
+// copies of x, are written).
+template <bool kNhwc, typename TX, typename TY>
+constexpr internal::GroupFn GroupKernel() {
+  if constexpr (!kCompiledHere<TX, TY>) {
+    return nullptr;
+  } else if constexpr (kNhwc) {
+    return &GroupNhwc<TX, TY>;
+  } else {
+    return &GroupNchw<TX, TY>;
+  }
+}
+
 struct GroupKernels {
   internal::GroupTable table = {};
 
   template <size_t... I>
   constexpr void Fill(std::index_sequence<I...>) {
-    ((table[0][I / 3][I % 3] = &GroupNchw<InType<I / 3>, InType<I % 3>>), ...);
-    ((table[1][I / 3][I % 3] = &GroupNhwc<InType<I / 3>, InType<I % 3>>), ...);
+    ((table[0][I / 3][I % 3] =
+          GroupKernel<false, InType<I / 3>, InType<I % 3>>()),
+     ...);
+    ((table[1][I / 3][I % 3] =
+          GroupKernel<true, InType<I / 3>, InType<I % 3>>()),
+     ...);
   }
   constexpr GroupKernels() { Fill(std::make_index_sequence<9>()); }
 };

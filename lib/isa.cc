@@ -97,6 +97,16 @@ struct IsaList {
     std::memcpy(isa->batch_backward, k.table, sizeof(BatchBackwardTable));
   }
 
+  // Fills each null kernel of `to` with the one of `from`.
+  template <typename Fn>
+  static void FillNulls(Fn& to, const Fn& from) {
+    if (to == nullptr) to = from;
+  }
+  template <typename T, size_t N>
+  static void FillNulls(T (&to)[N], const T (&from)[N]) {
+    for (size_t i = 0; i < N; ++i) FillNulls(to[i], from[i]);
+  }
+
   static bool Complete(const Isa& isa) {
     for (const auto& by_x : isa.fn)
       for (const auto& by_y : by_x)
@@ -157,16 +167,20 @@ struct IsaList {
       AddBackward(kAvx3Bf16BackwardKernels, this);
       AddGroup(kAvx3Bf16GroupKernels, this);
       AddBatch(kAvx3Bf16BatchKernels, this);
-      // The GroupNorm and BatchNorm backward passes have no AVX3_BF16
-      // build: AVX3's kernels (their bf16 stores round in integer steps,
-      // to the same bits).
+      // The rest is AVX3's: the kernels that write no bf16 (the same code;
+      // convert-inl.h, kCompiledHere), and the GroupNorm and BatchNorm
+      // backward passes, which have no AVX3_BF16 build (their bf16 stores
+      // round in integer steps, to the same bits).
       Isa* bf16 = Entry(kTargetAvx3Bf16, kAvx3Bf16LayerNormKernels.name);
       for (size_t i = 0; i < num_stored && bf16 != nullptr; ++i) {
         if (storage[i].target == HWY_AVX3) {
-          std::memcpy(bf16->group_backward, storage[i].group_backward,
-                      sizeof(GroupBackwardTable));
-          std::memcpy(bf16->batch_backward, storage[i].batch_backward,
-                      sizeof(BatchBackwardTable));
+          const Isa& avx3 = storage[i];
+          FillNulls(bf16->fn, avx3.fn);
+          FillNulls(bf16->backward, avx3.backward);
+          FillNulls(bf16->group, avx3.group);
+          FillNulls(bf16->group_backward, avx3.group_backward);
+          FillNulls(bf16->batch, avx3.batch);
+          FillNulls(bf16->batch_backward, avx3.batch_backward);
         }
       }
       supported |= kTargetAvx3Bf16;

@@ -1,6 +1,8 @@
 // LayerNorm and RMSNorm kernels for AVX3_BF16: Highway's AVX3 target plus
 // the AVX512_BF16 conversions for bf16 stores (convert-inl.h), which
 // Highway 1.0.3 has no target for; compiled as avx3_bf16_target.h sets up.
+// Only the kernels that write bf16 (x or y bf16: convert-inl.h,
+// kCompiledHere); the others are AVX3's (isa.cc).
 // With a Highway that has AVX3_ZEN4 (and AVX3_SPR) this file is empty: those
 // targets take the same paths in kernels_layernorm.cc and kernels_rmsnorm.cc.
 #include "lib/avx3_bf16_target.h"

@@ -1,6 +1,7 @@
 // The backward kernels for AVX3_BF16: Highway's AVX3 target plus the
 // AVX512_BF16 conversions for bf16 stores of dx, compiled as
-// avx3_bf16_target.h sets up. Empty with a Highway that has AVX3_ZEN4.
+// avx3_bf16_target.h sets up: those of bf16 dx (the others are AVX3's,
+// isa.cc). Empty with a Highway that has AVX3_ZEN4.
 #include "lib/avx3_bf16_target.h"
 
 #if !defined(HWY_AVX3_ZEN4)

@@ -1,9 +1,9 @@
 // The GroupNorm and BatchNorm forward kernels for AVX3_BF16: Highway's AVX3
 // target plus the AVX512_BF16 conversions, compiled as avx3_bf16_target.h
 // sets up. Their correctly rounded bf16 y round both ends of each lane's
-// bound by VCVTNEPS2BF16 (channel_checked-inl.h, StoreLean). The backward
-// passes keep AVX3's kernels (isa.cc). Empty with a Highway that has
-// AVX3_ZEN4.
+// bound by VCVTNEPS2BF16 (channel_checked-inl.h, StoreLean). Only the
+// kernels of bf16 x or y; the others, and the backward passes, are AVX3's
+// (isa.cc). Empty with a Highway that has AVX3_ZEN4.
 #include "lib/avx3_bf16_target.h"
 
 #if !defined(HWY_AVX3_ZEN4)

@@ -2888,6 +2888,17 @@ template <size_t I>
 using OutType =
     std::tuple_element_t<I, std::tuple<float, bf16_t, f16_t, int8_t>>;
 
+// Null where the target takes another's kernel (kCompiledHere: x, and h
+// made from it, and y are written; the weights are only read).
+template <int kKind, typename TX, typename TY, typename TP>
+constexpr internal::RowsFn RowsKernel() {
+  if constexpr (kCompiledHere<TX, TY>) {
+    return &NormRows<kKind, TX, TY, TP>;
+  } else {
+    return nullptr;
+  }
+}
+
 template <int kKind>
 struct KindKernels {
   internal::KindTable table = {};
@@ -2895,7 +2906,8 @@ struct KindKernels {
   template <size_t... I>
   constexpr void Fill(std::index_sequence<I...>) {
     ((table[I / 12][I / 3 % 4][I % 3] =
-          &NormRows<kKind, InType<I / 12>, OutType<I / 3 % 4>, InType<I % 3>>),
+          RowsKernel<kKind, InType<I / 12>, OutType<I / 3 % 4>,
+                     InType<I % 3>>()),
      ...);
   }
   constexpr KindKernels() { Fill(std::make_index_sequence<36>()); }
