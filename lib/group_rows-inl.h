@@ -117,12 +117,14 @@ HWY_NOINLINE void GroupNchw(const internal::GroupArgs& a, size_t begin,
 struct ChannelScratch {
   size_t cp;
   float *s, *k, *max, *acc_sum, *acc_sq, *mul, *add, *nan;
+  float *fold_mul, *fold_add;  // FoldChannels
   double *sum, *sq;
 
   ChannelScratch(size_t c, size_t lanes, internal::Scratch& scratch)
       : cp((c + lanes - 1) / lanes * lanes + lanes) {
-    float* f = scratch.Take<float>(8 * cp);
-    for (float** p : {&s, &k, &max, &acc_sum, &acc_sq, &mul, &add, &nan}) {
+    float* f = scratch.Take<float>(10 * cp);
+    for (float** p : {&s, &k, &max, &acc_sum, &acc_sq, &mul, &add, &nan,
+                      &fold_mul, &fold_add}) {
       *p = f;
       f += cp;
     }
@@ -406,10 +408,146 @@ HWY_INLINE void ApplyStep(DF df, const TX* x, TY* y, hn::Vec<DF> s,
   StoreF(df, GroupResult(df, LoadF(df, x), s, m, mul, add, g, b), y);
 }
 
+// fp32 results of unscaled channels (s = 1: x - k rounds as in
+// GroupResult, and |add| <= 2, as the statistics passes choose k within 2
+// sd of the mean; BatchNorm inference's add is 0) in two operations a
+// vector: y = (x - k) * fold_mul + fold_add, fold_mul =
+// fl(mul * g), fold_add = fl(add * g + b) (one FMA). GroupResult's
+// roundings with one moved: beyond mul's own, which both share, |error| <=
+// 2u|(x - k) mul g| + u|add g + b| + u|y|, against u|(x - k) mul g| +
+// u|xhat g| + u|y| there: a few scaled ulps either way. Three vectors of
+// constants a channel vector instead of six, so the rows are walked in
+// memory order with the constants from L1, two rows a step (the column
+// walk of four channel vectors over 32 rows 1280 bytes apart was ~1.1x
+// slower on 1x320x64x64), or, for rows of up to four vectors, from
+// registers. False (nothing usable set) where a channel is scaled or NaN,
+// or its folded constants are not finite.
+template <class DF>
+HWY_INLINE bool FoldChannels(DF df, ChannelScratch& t, const float* g,
+                             const float* b, size_t c) {
+  const size_t N = hn::Lanes(df);
+  const auto one = hn::Set(df, 1.0f), zero = hn::Zero(df);
+  const auto top = hn::Set(df, 3.40282347e38f);  // FLT_MAX
+  auto bad = hn::Zero(df);
+  for (size_t j = 0; j < c; j += N) {
+    const auto gj = hn::LoadU(df, g + j);
+    const auto fm = hn::Mul(hn::LoadU(df, t.mul + j), gj);
+    const auto fa =
+        hn::MulAdd(hn::LoadU(df, t.add + j), gj, hn::LoadU(df, b + j));
+    hn::StoreU(fm, df, t.fold_mul + j);
+    hn::StoreU(fa, df, t.fold_add + j);
+    const auto no = hn::Or(
+        hn::Or(hn::Ne(hn::LoadU(df, t.s + j), one),
+               hn::Ne(hn::LoadU(df, t.nan + j), zero)),
+        hn::Not(hn::And(hn::Le(hn::Abs(fm), top), hn::Le(hn::Abs(fa), top))));
+    // Lanes past c hold what the scratch held: not counted.
+    bad = hn::Or(bad, hn::VecFromMask(df, hn::And(no, hn::FirstN(df, c - j))));
+  }
+  return hn::AllFalse(df, hn::MaskFromVec(bad));
+}
+
+// Rows of kV (1 to 4) whole vectors of channels, the constants in
+// registers (named vectors: SVE's are sizeless, no arrays of them).
+template <size_t kV, class DF, typename TX>
+HWY_INLINE void ApplyFoldedInRegisters(DF df, const TX* x, float* y,
+                                       size_t stride, size_t rows,
+                                       const ChannelScratch& t) {
+  const size_t N = hn::Lanes(df);
+  // Vector v's offset; the unused ones load vector 0 again.
+  const size_t o1 = kV > 1 ? N : 0, o2 = kV > 2 ? 2 * N : 0;
+  const size_t o3 = kV > 3 ? 3 * N : 0;
+  const auto k0 = hn::LoadU(df, t.k), k1 = hn::LoadU(df, t.k + o1);
+  const auto k2 = hn::LoadU(df, t.k + o2), k3 = hn::LoadU(df, t.k + o3);
+  const float *fm = t.fold_mul, *fa = t.fold_add;
+  const auto m0 = hn::LoadU(df, fm), m1 = hn::LoadU(df, fm + o1);
+  const auto m2 = hn::LoadU(df, fm + o2), m3 = hn::LoadU(df, fm + o3);
+  const auto a0 = hn::LoadU(df, fa), a1 = hn::LoadU(df, fa + o1);
+  const auto a2 = hn::LoadU(df, fa + o2), a3 = hn::LoadU(df, fa + o3);
+  for (size_t p = 0; p < rows; ++p) {
+    const TX* xr = x + p * stride;
+    float* yr = y + p * stride;
+    hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr), k0), m0, a0), df, yr);
+    if constexpr (kV > 1) {
+      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o1), k1), m1, a1), df,
+                 yr + o1);
+    }
+    if constexpr (kV > 2) {
+      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o2), k2), m2, a2), df,
+                 yr + o2);
+    }
+    if constexpr (kV > 3) {
+      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o3), k3), m3, a3), df,
+                 yr + o3);
+    }
+  }
+}
+
+template <class DF, typename TX>
+HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, float* y, size_t c,
+                                  size_t stride, size_t rows,
+                                  const ChannelScratch& t) {
+  const size_t N = hn::Lanes(df), whole = c / N * N;
+  // A row of up to four whole vectors (BatchNorm's channel blocks, or c =
+  // 64 on AVX-512): every constant in registers (from L1: 0.95x there).
+#if HWY_TARGET != HWY_SCALAR
+  if (whole == c) {
+    switch (c / N) {
+      case 1:
+        return ApplyFoldedInRegisters<1>(df, x, y, stride, rows, t);
+      case 2:
+        return ApplyFoldedInRegisters<2>(df, x, y, stride, rows, t);
+      case 3:
+        return ApplyFoldedInRegisters<3>(df, x, y, stride, rows, t);
+      case 4:
+        return ApplyFoldedInRegisters<4>(df, x, y, stride, rows, t);
+      default:
+        break;
+    }
+  }
+#endif
+  const auto result = [&](hn::Vec<DF> v, size_t j) {
+    return hn::MulAdd(hn::Sub(v, hn::LoadU(df, t.k + j)),
+                      hn::LoadU(df, t.fold_mul + j),
+                      hn::LoadU(df, t.fold_add + j));
+  };
+  size_t p = 0;
+  for (; p + 2 <= rows; p += 2) {
+    const TX* x0 = x + p * stride;
+    const TX* x1 = x0 + stride;
+    float* y0 = y + p * stride;
+    float* y1 = y0 + stride;
+    size_t j = 0;
+    for (; j < whole; j += N) {
+      const auto k = hn::LoadU(df, t.k + j);
+      const auto fm = hn::LoadU(df, t.fold_mul + j);
+      const auto fa = hn::LoadU(df, t.fold_add + j);
+      const auto v0 = LoadF(df, x0 + j), v1 = LoadF(df, x1 + j);
+      hn::StoreU(hn::MulAdd(hn::Sub(v0, k), fm, fa), df, y0 + j);
+      hn::StoreU(hn::MulAdd(hn::Sub(v1, k), fm, fa), df, y1 + j);
+    }
+    if (j < c) {
+      StoreTailF(df, result(LoadTailF(df, x0 + j, c - j), j), y0 + j, c - j);
+      StoreTailF(df, result(LoadTailF(df, x1 + j, c - j), j), y1 + j, c - j);
+    }
+  }
+  if (p < rows) {
+    const TX* x0 = x + p * stride;
+    float* y0 = y + p * stride;
+    size_t j = 0;
+    for (; j < whole; j += N) {
+      hn::StoreU(result(LoadF(df, x0 + j), j), df, y0 + j);
+    }
+    if (j < c) {
+      StoreTailF(df, result(LoadTailF(df, x0 + j, c - j), j), y0 + j, c - j);
+    }
+  }
+}
+
 // Channels-last results: `rows` rows of c channels, `stride` elements
 // apart, each channel with its own xhat = (x * s - k) * mul + add (t's
 // arrays) and weights g, b (cp floats each); channels whose t.nan is set
 // are the default quiet NaN. Only the c channels of a row are written.
+// fp32 y of unscaled channels: ApplyNhwcFolded; else, as follows.
 // Blocks of 32 rows, and in each the channel vectors with their constants
 // in registers: four at a time where the target has the registers
 // (kWalkVectors) and no channel is NaN, else one, whose loads prefetch
@@ -418,8 +556,13 @@ HWY_INLINE void ApplyStep(DF df, const TX* x, TY* y, hn::Vec<DF> s,
 // is stored.
 template <class DF, typename TX, typename TY>
 HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
-                            size_t rows, const ChannelScratch& t,
-                            const float* g, const float* b) {
+                            size_t rows, ChannelScratch& t, const float* g,
+                            const float* b) {
+  if constexpr (std::is_same_v<TY, float>) {
+    if (FoldChannels(df, t, g, b, c)) {
+      return ApplyNhwcFolded(df, x, y, c, stride, rows, t);
+    }
+  }
   const size_t N = hn::Lanes(df);
   const auto qnan = QuietNaN(df);
   size_t wide_end = 0;
