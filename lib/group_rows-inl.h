@@ -292,26 +292,40 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
   const size_t c = a.c, cg = a.cg;
   const double inv_n = 1.0 / static_cast<double>(cg * a.hw);
   const double eps = static_cast<double>(a.eps);
-  // The shift of a group: the mean of its channels at the first position.
-  // The first element alone is often over 2 sd from the group's mean (its
-  // channels' means differ), which sends the group down the general path:
-  // two more passes over the sample's columns.
+  // The shift of a group: the mean of its channels over the first `rows`
+  // positions. A group's first element alone is often over 2 sd from its
+  // mean (its channels' means differ), which sends it down the general
+  // path: two more passes over the sample's columns. Groups of 4 channels
+  // or more average them at the first position. Narrower ones (BatchNorm's
+  // and InstanceNorm's single channels: one element 2 sd off in 22, so
+  // most units of 16 channels had a general channel) over the first 16
+  // positions (each term x / 16, exact and with no overflow): 8 sd then.
+  size_t rows = 1;
+  while (cg < 4 && rows < 16 && 2 * rows <= a.hw) rows *= 2;
+  const size_t N = hn::Lanes(df);
+  const auto scale = hn::Set(df, 1.0f / static_cast<float>(rows));
+  for (size_t j = 0; j < c; j += N) {  // t.k: each channel's mean
+    auto acc = hn::Zero(df);
+    for (size_t p = 0; p < rows; ++p) {
+      const TX* xp = x + p * stride + j;
+      acc = hn::MulAdd(c - j >= N ? LoadF(df, xp) : LoadTailF(df, xp, c - j),
+                       scale, acc);
+    }
+    hn::StoreU(acc, df, t.k + j);
+  }
   for (size_t g = 0; g < a.groups; ++g) {
     double first = 0.0;
-    for (size_t j = g * cg; j < (g + 1) * cg; ++j) first += ToFloat(x[j]);
+    for (size_t j = g * cg; j < (g + 1) * cg; ++j) first += t.k[j];
     const float kg = static_cast<float>(first / static_cast<double>(cg));
     for (size_t j = g * cg; j < (g + 1) * cg; ++j) {
       t.s[j] = 1.0f;
       t.k[j] = kg;
     }
   }
-  // Groups of 4 channels or more: the sums alone first (max|x| cost
-  // 1.02-1.04x there), and again with max|x| (the same sums) in the rare
-  // sample with a general group. Narrower groups (BatchNorm's and
-  // InstanceNorm's single channels, whose shift is one element) take the
-  // general path in most samples of many channels (a shift 2 sd off: 1 in
-  // 22): max|x| from the start.
-  bool have_max = cg < 4;
+  // The sums alone first (max|x| cost 1.02-1.04x), and again with max|x|
+  // (the same sums) in the rare sample with a general group; where the
+  // shift is one element, max|x| from the start.
+  bool have_max = cg < 4 && rows == 1;
   if (have_max) {
     ChannelSums<true>(df, x, stride, a.hw, 0, c, t);
   } else {
