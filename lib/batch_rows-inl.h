@@ -2,7 +2,8 @@
 // Highway on GroupNorm's pieces (group_rows-inl.h).
 //
 // Training statistics are LayerNorm's, taken over a channel's n * hw
-// elements: one pass over d = x - k, k the channel's first element, fp32
+// elements: one pass over d = x - k, k the channel's first element (NHWC:
+// the mean of its first 16), fp32
 // partial sums of bounded length added in double, trusted while the sum of
 // squares is in a safe range and E[d]^2 <= 4 var; otherwise the general
 // path (a power of two s bringing max|x| to [1, 2), then the corrected

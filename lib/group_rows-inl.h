@@ -1,12 +1,14 @@
 // Per-target GroupNorm kernels (simdnorm_group_norm), written once with
 // Highway. The statistics of a group are LayerNorm's (norm_rows-inl.h):
 // one pass over d = x - k, k the group's first element (NHWC: the mean of
-// its channels at the first position), with fp32 partial
+// its channels at the first position, or for groups under 4 channels at
+// the first 16), with fp32 partial
 // sums of at most 32 terms per lane added in double, trusted while the
 // sum of squares is in a safe range and E[d]^2 <= 4 var; otherwise the
 // general path: a power of two s bringing max|x| to [1, 2), then the
 // corrected two-pass algorithm on x * s. y = ((x * s - m) * mul + add) *
-// gamma[ch] + beta[ch], the last step one FMA (GammaBeta).
+// gamma[ch] + beta[ch], the last step one FMA (GammaBeta); NHWC fp32 y
+// where s = 1 folds the weights in (FoldChannels).
 //
 // NCHW: a group is a contiguous row of cg * hw elements: Scale<true> as for
 // a LayerNorm row, then each channel's hw elements with its weights.
