@@ -298,10 +298,11 @@ void NhwcStats(DF df, const internal::GroupArgs& a, const TX* x, size_t stride,
   // positions. A group's first element alone is often over 2 sd from its
   // mean (its channels' means differ), which sends it down the general
   // path: two more passes over the sample's columns. Groups of 4 channels
-  // or more average them at the first position. Narrower ones (BatchNorm's
-  // and InstanceNorm's single channels: one element 2 sd off in 22, so
-  // most units of 16 channels had a general channel) over the first 16
-  // positions (each term x / 16, exact and with no overflow): 8 sd then.
+  // or more average their channels at the first position. Narrower ones
+  // (BatchNorm's and InstanceNorm's single channels: one element is 2 sd
+  // off in one channel of 22, so most units of 16 channels had a general
+  // channel) over the first 16 positions, whose mean is 2 sd off as rarely
+  // as one element is 8 sd off (terms x / 16: the sum cannot overflow).
   size_t rows = 1;
   while (cg < 4 && rows < 16 && 2 * rows <= a.hw) rows *= 2;
   const size_t N = hn::Lanes(df);
