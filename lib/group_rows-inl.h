@@ -7,8 +7,8 @@
 // sum of squares is in a safe range and E[d]^2 <= 4 var; otherwise the
 // general path: a power of two s bringing max|x| to [1, 2), then the
 // corrected two-pass algorithm on x * s. y = ((x * s - m) * mul + add) *
-// gamma[ch] + beta[ch], the last step one FMA (GammaBeta); NHWC fp32 y
-// where s = 1 folds the weights in (FoldChannels).
+// gamma[ch] + beta[ch], the last step one FMA (GammaBeta); NHWC where s =
+// 1 folds the weights in (FoldChannels).
 //
 // NCHW: a group is a contiguous row of cg * hw elements: Scale<true> as for
 // a LayerNorm row, then each channel's hw elements with its weights.
@@ -425,7 +425,8 @@ HWY_INLINE void ApplyStep(DF df, const TX* x, TY* y, hn::Vec<DF> s,
   StoreF(df, GroupResult(df, LoadF(df, x), s, m, mul, add, g, b), y);
 }
 
-// fp32 results of unscaled channels (s = 1: x - k rounds as in
+// Results of unscaled channels (fp32 y, or 16-bit y with fast rounding,
+// which rounds this fp32 value once; s = 1: x - k rounds as in
 // GroupResult, and |add| <= 2, as the statistics passes choose k within 2
 // sd of the mean; BatchNorm inference's add is 0) in two operations a
 // vector: y = (x - k) * fold_mul + fold_add, fold_mul =
@@ -465,10 +466,9 @@ HWY_INLINE bool FoldChannels(DF df, ChannelScratch& t, const float* g,
 
 // Rows of kV (1 to 4) whole vectors of channels, the constants in
 // registers (named vectors: SVE's are sizeless, no arrays of them).
-template <size_t kV, class DF, typename TX>
-HWY_INLINE void ApplyFoldedInRegisters(DF df, const TX* x, float* y,
-                                       size_t stride, size_t rows,
-                                       const ChannelScratch& t) {
+template <size_t kV, class DF, typename TX, typename TY>
+HWY_INLINE void ApplyFoldedInRegisters(DF df, const TX* x, TY* y, size_t stride,
+                                       size_t rows, const ChannelScratch& t) {
   const size_t N = hn::Lanes(df);
   // Vector v's offset; the unused ones load vector 0 again.
   const size_t o1 = kV > 1 ? N : 0, o2 = kV > 2 ? 2 * N : 0;
@@ -482,25 +482,22 @@ HWY_INLINE void ApplyFoldedInRegisters(DF df, const TX* x, float* y,
   const auto a2 = hn::LoadU(df, fa + o2), a3 = hn::LoadU(df, fa + o3);
   for (size_t p = 0; p < rows; ++p) {
     const TX* xr = x + p * stride;
-    float* yr = y + p * stride;
-    hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr), k0), m0, a0), df, yr);
+    TY* yr = y + p * stride;
+    StoreF(df, hn::MulAdd(hn::Sub(LoadF(df, xr), k0), m0, a0), yr);
     if constexpr (kV > 1) {
-      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o1), k1), m1, a1), df,
-                 yr + o1);
+      StoreF(df, hn::MulAdd(hn::Sub(LoadF(df, xr + o1), k1), m1, a1), yr + o1);
     }
     if constexpr (kV > 2) {
-      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o2), k2), m2, a2), df,
-                 yr + o2);
+      StoreF(df, hn::MulAdd(hn::Sub(LoadF(df, xr + o2), k2), m2, a2), yr + o2);
     }
     if constexpr (kV > 3) {
-      hn::StoreU(hn::MulAdd(hn::Sub(LoadF(df, xr + o3), k3), m3, a3), df,
-                 yr + o3);
+      StoreF(df, hn::MulAdd(hn::Sub(LoadF(df, xr + o3), k3), m3, a3), yr + o3);
     }
   }
 }
 
-template <class DF, typename TX>
-HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, float* y, size_t c,
+template <class DF, typename TX, typename TY>
+HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, TY* y, size_t c,
                                   size_t stride, size_t rows,
                                   const ChannelScratch& t) {
   const size_t N = hn::Lanes(df), whole = c / N * N;
@@ -531,16 +528,16 @@ HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, float* y, size_t c,
   for (; p + 2 <= rows; p += 2) {
     const TX* x0 = x + p * stride;
     const TX* x1 = x0 + stride;
-    float* y0 = y + p * stride;
-    float* y1 = y0 + stride;
+    TY* y0 = y + p * stride;
+    TY* y1 = y0 + stride;
     size_t j = 0;
     for (; j < whole; j += N) {
       const auto k = hn::LoadU(df, t.k + j);
       const auto fm = hn::LoadU(df, t.fold_mul + j);
       const auto fa = hn::LoadU(df, t.fold_add + j);
       const auto v0 = LoadF(df, x0 + j), v1 = LoadF(df, x1 + j);
-      hn::StoreU(hn::MulAdd(hn::Sub(v0, k), fm, fa), df, y0 + j);
-      hn::StoreU(hn::MulAdd(hn::Sub(v1, k), fm, fa), df, y1 + j);
+      StoreF(df, hn::MulAdd(hn::Sub(v0, k), fm, fa), y0 + j);
+      StoreF(df, hn::MulAdd(hn::Sub(v1, k), fm, fa), y1 + j);
     }
     if (j < c) {
       StoreTailF(df, result(LoadTailF(df, x0 + j, c - j), j), y0 + j, c - j);
@@ -549,11 +546,9 @@ HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, float* y, size_t c,
   }
   if (p < rows) {
     const TX* x0 = x + p * stride;
-    float* y0 = y + p * stride;
+    TY* y0 = y + p * stride;
     size_t j = 0;
-    for (; j < whole; j += N) {
-      hn::StoreU(result(LoadF(df, x0 + j), j), df, y0 + j);
-    }
+    for (; j < whole; j += N) StoreF(df, result(LoadF(df, x0 + j), j), y0 + j);
     if (j < c) {
       StoreTailF(df, result(LoadTailF(df, x0 + j, c - j), j), y0 + j, c - j);
     }
@@ -564,7 +559,7 @@ HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, float* y, size_t c,
 // apart, each channel with its own xhat = (x * s - k) * mul + add (t's
 // arrays) and weights g, b (cp floats each); channels whose t.nan is set
 // are the default quiet NaN. Only the c channels of a row are written.
-// fp32 y of unscaled channels: ApplyNhwcFolded; else, as follows.
+// Unscaled channels: ApplyNhwcFolded; else, as follows.
 // Blocks of 32 rows, and in each the channel vectors with their constants
 // in registers: four at a time where the target has the registers
 // (kWalkVectors) and no channel is NaN, else one, whose loads prefetch
@@ -575,10 +570,8 @@ template <class DF, typename TX, typename TY>
 HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
                             size_t rows, ChannelScratch& t, const float* g,
                             const float* b) {
-  if constexpr (std::is_same_v<TY, float>) {
-    if (FoldChannels(df, t, g, b, c)) {
-      return ApplyNhwcFolded(df, x, y, c, stride, rows, t);
-    }
+  if (FoldChannels(df, t, g, b, c)) {
+    return ApplyNhwcFolded(df, x, y, c, stride, rows, t);
   }
   const size_t N = hn::Lanes(df);
   const auto qnan = QuietNaN(df);
