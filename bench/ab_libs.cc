@@ -2,7 +2,7 @@
 //
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
 //       [cols=896] [offset=0] [yoffset=OFFSET] [woffset=OFFSET] [batches=100]
-//       [flags=0] [isa=NAME] [param=f32|bf16|f16]
+//       [flags=0] [isa=NAME] [param=f32|bf16|f16] [weights=yes|none]
 //
 // offset: bytes past a 64-byte line of x, gamma and beta (and y, unless
 // yoffset gives y's; gamma and beta, unless woffset gives theirs). Both
@@ -13,14 +13,14 @@
 // 1 is a speed-up) and whether the outputs are byte-identical. On a noisy VM
 // two copies of one build measure 1.00-1.01x this way, where separate processes
 // differ by up to 30 %. kind: layernorm (with gamma and beta), rmsnorm, l2norm
-// (gamma); dtype: f32, bf16 or f16 for x, y and the weights, or X:Y for x
-// and y apart (the weights X's unless param gives theirs); flags:
-// simdnorm_desc.flags (e.g. 1 = SIMDNORM_ROUND_NORMALIZED, 8 =
-// SIMDNORM_FAST_ROUNDING). kind KIND-backward (layernorm, rmsnorm) times
-// simdnorm_backward instead: dx, dgamma and dbeta (layernorm) from the
-// forward's saved statistics, as autograd calls it; dy = N(0,1).
-// kind groupnorm-nchw or groupnorm-nhwc times simdnorm_group_norm on one
-// sample of cols channels and rows positions, 32 groups (gamma, beta);
+// (gamma; weights=none: neither gamma nor beta); dtype: f32, bf16 or f16 for x,
+// y and the weights, or X:Y for x and y apart (the weights X's unless param
+// gives theirs); flags: simdnorm_desc.flags (e.g. 1 =
+// SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING). kind KIND-backward
+// (layernorm, rmsnorm) times simdnorm_backward instead: dx, dgamma and dbeta
+// (layernorm) from the forward's saved statistics, as autograd calls it; dy =
+// N(0,1). kind groupnorm-nchw or groupnorm-nhwc times simdnorm_group_norm on
+// one sample of cols channels and rows positions, 32 groups (gamma, beta);
 // batchnorm-training-nchw or -nhwc simdnorm_batch_norm in training on the
 // same shape, batchnorm-nchw or -nhwc in inference.
 #include <dlfcn.h>
@@ -153,14 +153,15 @@ int main(int argc, char** argv) {
                  "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16|X:Y] "
                  "[rows=64] [cols=896] [offset=0] [yoffset=OFFSET] "
                  "[woffset=OFFSET] [batches=100] [flags=0] "
-                 "[isa=NAME] [param=f32|bf16|f16]\n",
+                 "[isa=NAME] [param=f32|bf16|f16] [weights=yes|none]\n",
                  argv[0]);
     return 2;
   }
   std::map<std::string, std::string> opt = {
-      {"kind", "rmsnorm"}, {"dtype", "bf16"},  {"rows", "64"},  {"cols", "896"},
-      {"offset", "0"},     {"batches", "100"}, {"yoffset", ""}, {"flags", "0"},
-      {"isa", ""},         {"param", ""},      {"woffset", ""}};
+      {"kind", "rmsnorm"}, {"dtype", "bf16"}, {"rows", "64"},
+      {"cols", "896"},     {"offset", "0"},   {"batches", "100"},
+      {"yoffset", ""},     {"flags", "0"},    {"isa", ""},
+      {"param", ""},       {"woffset", ""},   {"weights", "yes"}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -233,8 +234,9 @@ int main(int argc, char** argv) {
   d.x_type = tx.id;
   d.y_type = ty.id;
   d.param_type = tp.id;
-  d.gamma = gamma.p;
-  d.beta = d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
+  const bool weights = opt["weights"] != "none";
+  d.gamma = weights ? gamma.p : nullptr;
+  d.beta = weights && d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
   d.eps = 1e-6f;
   d.max_threads = 1;
   d.flags = static_cast<unsigned>(std::stoul(opt["flags"]));
