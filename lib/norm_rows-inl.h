@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -47,6 +48,7 @@
 #include "lib/correct_rounding.h"
 #include "lib/kernel_table.h"
 #include "lib/rounding_check-inl.h"
+#include "lib/scratch.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace simdnorm {
@@ -370,8 +372,9 @@ struct Weights {
   float scale;
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
-  bool tame_gamma = false;  // TameGamma: TameChunk may run
-  bool finite = false;      // LeanChunk may round both ends by hardware
+  bool tame_gamma = false;             // TameGamma: TameChunk may run
+  const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
+  bool finite = false;  // LeanChunk may round both ends by hardware
 };
 
 // The weights of a call.
@@ -2082,10 +2085,12 @@ HWY_NOINLINE void DecideChunk(DF df, const TX* x, TY* y, const Weights<TP>& w,
 // ------------------------------------------ bf16 rows with tame weights
 //
 // The uncentered kinds (RMSNorm, L2) with bf16 x, y and gamma and neither
-// beta nor an offset (Hugging Face's LlamaRMSNorm, Qwen2RMSNorm): v, the
-// value to round (t = x * mul in Hugging Face's order, else y = t * g), has
-// only a relative error, |v - exact v| <= r|v| wherever |v| >= 2^-60 (and
-// |g| <= 2^60, so that t is far from underflow), and r|v| is less than K
+// beta nor an offset (Hugging Face's LlamaRMSNorm, Qwen2RMSNorm), and in
+// the default order also with f32 x or gamma, or none (engines' f32 weights,
+// F.normalize, where g = 1): v, the value to round (t = x * mul in Hugging
+// Face's order, else y = t * g), has only a relative error, |v - exact v|
+// <= r|v| wherever |v| >= 2^-60 (and |g| <= 2^60, so that t is far from
+// underflow; f32 x and g round no differently), and r|v| is less than K
 // units of v's last place for K >= r 2^24. The one midpoint of bf16
 // within reach sits at 0x8000 in v's low 16 bits (the others, across a
 // binade too, are 2^14 units or more away; K <= 2^12): a v whose low bits
@@ -2133,6 +2138,43 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
   return true;
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// f32 gamma for TameChunk: whether every |g| of gamma[0, n) is 0 or in
+// [2^-60, 2^60] (as TameGamma), and, where so, its first n / 2N * 2N
+// values to `pairs` in the layout of bf16 pairs (convert-inl.h): of each
+// 2N elements, the even ones, then the odd ones. A call's rows then load
+// f32 gamma as they load bf16 x, without a shuffle per row.
+template <class DF>
+HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
+                               float* HWY_RESTRICT pairs) {
+  const hn::RebindToUnsigned<DF> du;
+  const size_t N = hn::Lanes(df);
+  const uint32_t* g = reinterpret_cast<const uint32_t*>(gamma);
+  constexpr uint32_t kLow = 0x21800000u, kTop = 0x5D800000u;  // 2^-60, 2^60
+  const auto abs = hn::Set(du, 0x7FFFFFFFu), one = hn::Set(du, 1u);
+  auto hi = hn::Zero(du), lo = hn::Set(du, 0xFFFFFFFFu);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto a = hn::LoadU(df, gamma + i), b = hn::LoadU(df, gamma + i + N);
+    hn::StoreU(hn::ConcatEven(df, b, a), df, pairs + i);
+    hn::StoreU(hn::ConcatOdd(df, b, a), df, pairs + i + N);
+    const auto mag_a = hn::And(hn::BitCast(du, a), abs);
+    const auto mag_b = hn::And(hn::BitCast(du, b), abs);
+    hi = hn::Max(hi, hn::Max(mag_a, mag_b));
+    lo = hn::Min(lo, hn::Min(hn::Sub(mag_a, one), hn::Sub(mag_b, one)));
+  }
+  if (!hn::AllFalse(du, hn::Or(hn::Lt(lo, hn::Set(du, kLow - 1)),
+                               hn::Lt(hn::Set(du, kTop), hi)))) {
+    return false;
+  }
+  for (; i < n; ++i) {
+    const uint32_t mag = g[i] & 0x7FFFFFFFu;
+    if (mag != 0 && (mag < kLow || mag > kTop)) return false;
+  }
+  return true;
+}
+#endif
+
 // Whether no weight of p[0, n) is NaN or infinite (true for null): their
 // magnitudes' bits at most the largest finite value's.
 template <typename TP>
@@ -2178,17 +2220,29 @@ inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
   return true;
 }
 
+// TameChunk's gamma where it is f32 (TameGammaPairs' copy, already in the
+// pairs' layout) or absent (g = 1: v = t, one rounding fewer than the
+// test allows for).
+struct NoGamma {};
+inline constexpr NoGamma kNoGamma{};
+
 // Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
 // returns a bit per 2N elements (the first in bit 0) with a lane left open.
-// kRoundT: Hugging Face's order (v = t), else v = y.
+// kRoundT: Hugging Face's order (v = t; bf16 gamma only), else v = y.
 // kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
 // the row is that small (TinyT false) leave it out, and in Hugging Face's
 // order round t straight into place (fewer operations, the same bits).
-template <bool kRoundT, bool kTestTiny, class DF>
-HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
+// TG: gamma's type, bf16, float (pairs) or NoGamma. TX: x's, bf16 or
+// float (split into the pairs' layout here: two shuffles per 2N).
+#if HWY_TARGET != HWY_SCALAR
+template <bool kRoundT, bool kTestTiny, class DF, typename TX, typename TG>
+HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
                                 bf16_t* HWY_RESTRICT y,
-                                const bf16_t* HWY_RESTRICT gamma, size_t i,
+                                const TG* HWY_RESTRICT gamma, size_t i,
                                 size_t end, float mul, uint16_t units) {
+  static_assert(
+      !kRoundT || (std::is_same_v<TG, bf16_t> && std::is_same_v<TX, bf16_t>),
+      "bf16 x and gamma only");
   const hn::RebindToUnsigned<DF> du;
   const hn::Repartition<uint16_t, DF> d16;
   const size_t N = hn::Lanes(df);
@@ -2209,12 +2263,21 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
       va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
       ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
     } else {
-      LoadPair(df, x + i, va, vb);
-      LoadPair(df, gamma + i, ga, gb);
+      if constexpr (std::is_same_v<TX, float>) {
+        const auto lo = hn::LoadU(df, x + i), hi = hn::LoadU(df, x + i + N);
+        va = hn::ConcatEven(df, hi, lo), vb = hn::ConcatOdd(df, hi, lo);
+      } else {
+        LoadPair(df, x + i, va, vb);
+      }
+      if constexpr (std::is_same_v<TG, bf16_t>) {
+        LoadPair(df, gamma + i, ga, gb);
+      } else if constexpr (std::is_same_v<TG, float>) {
+        ga = hn::LoadU(df, gamma + i), gb = hn::LoadU(df, gamma + i + N);
+      }
     }
     va = hn::Mul(va, vmul);
     vb = hn::Mul(vb, vmul);
-    if constexpr (!kRoundT) {
+    if constexpr (!kRoundT && !std::is_same_v<TG, NoGamma>) {
       va = hn::Mul(va, ga);
       vb = hn::Mul(vb, gb);
     }
@@ -2249,6 +2312,7 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const bf16_t* HWY_RESTRICT x,
   }
   return flagged;
 }
+#endif
 
 // Whether a nonzero t = x * mul of the row may be below 2^-59 (true where
 // the row's smallest nonzero |x| is not known): t is within 2^-24 |t| of
@@ -2266,21 +2330,33 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
                            size_t paired_end, float mul, bool row_tame,
                            uint16_t units, bool test_tiny, const F& redo) {
 #if HWY_TARGET != HWY_SCALAR
-  if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
-                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
+  constexpr bool kTameX =
+      kRoundT ? std::is_same_v<TX, bf16_t>
+              : std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>;
+  if constexpr (!kLayerNorm && kTameX && std::is_same_v<TY, bf16_t>) {
     if (!w.tame_gamma || !row_tame) return false;
     const size_t group = 2 * hn::Lanes(df);
     static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
-    ForChunks(paired_end, [&](size_t i, size_t end) {
-      // Without kRoundT the test is always made: no TameChunk<false, false>.
-      const uint64_t open =
-          test_tiny || !kRoundT
-              ? TameChunk<kRoundT, true>(df, x, y, w.gamma, i, end, mul, units)
-              : TameChunk<kRoundT, !kRoundT>(df, x, y, w.gamma, i, end, mul,
-                                             units);
-      ForFlaggedGroups(open, i, end, group, redo);
-    });
-    return true;
+    const auto chunks = [&](auto gamma) {
+      ForChunks(paired_end, [&](size_t i, size_t end) {
+        // Without kRoundT the test is always made: no TameChunk<false,
+        // false>.
+        const uint64_t open =
+            test_tiny || !kRoundT
+                ? TameChunk<kRoundT, true>(df, x, y, gamma, i, end, mul, units)
+                : TameChunk<kRoundT, !kRoundT>(df, x, y, gamma, i, end, mul,
+                                               units);
+        ForFlaggedGroups(open, i, end, group, redo);
+      });
+    };
+    if constexpr (std::is_same_v<TP, bf16_t>) {
+      if (w.gamma != nullptr) return chunks(w.gamma), true;
+    }
+    if constexpr (!kRoundT) {  // tame_gamma: f32 pairs or no gamma
+      if (w.gamma_pairs != nullptr) return chunks(w.gamma_pairs), true;
+      if (w.gamma == nullptr) return chunks(&kNoGamma), true;
+    }
+    return false;
   }
 #endif
   (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
@@ -2659,11 +2735,42 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
   Weights<TP> w = WeightsOf<TP>(a);
-  if constexpr (!kLayerNorm && std::is_same_v<TX, bf16_t> &&
-                std::is_same_v<TY, bf16_t> && std::is_same_v<TP, bf16_t>) {
-    if (w.gamma != nullptr && ExactProducts(w)) {
-      w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
+  // TameChunk's gamma: bf16; in the default order also f32 (a copy in the
+  // pairs' layout: on the stack up to kPairsRoom, then in scratch) and none.
+  constexpr bool kTameRows =
+      !kLayerNorm && std::is_same_v<TY, bf16_t> &&
+      (std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>);
+  constexpr bool kF32Pairs =
+      kTameRows && std::is_same_v<TP, float> && HWY_TARGET != HWY_SCALAR;
+  constexpr size_t kPairsRoom = 4096;
+  HWY_ALIGN float stack_pairs[kF32Pairs ? kPairsRoom : 1];
+  std::optional<internal::Scratch> memory;  // longer rows: no heap a call
+  (void)stack_pairs;
+  if constexpr (kTameRows) {
+    const bool plain = w.beta == nullptr && !w.has_offset;
+    if constexpr (std::is_same_v<TP, bf16_t>) {
+      if (w.gamma != nullptr && plain) {
+        w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
+      }
     }
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kF32Pairs) {
+      // With f32 x the copy (~15 ns at 896) pays from a call's second row.
+      const bool rows_pay =
+          std::is_same_v<TX, bf16_t> || row_end - row_begin > 1;
+      if (w.gamma != nullptr && plain && !w.round && rows_pay) {
+        float* pairs = stack_pairs;
+        if (n > kPairsRoom) {
+          pairs = memory.emplace().TakeUninitialized<float>(n);
+        }
+        if (TameGammaPairs(df, w.gamma, n, pairs)) {
+          w.tame_gamma = true;
+          w.gamma_pairs = pairs;
+        }
+      }
+    }
+#endif
+    if (w.gamma == nullptr && plain && !w.round) w.tame_gamma = true;
   }
   // Weights that make LeanChunk round both ends by hardware. bf16: the
   // uncentered kinds without beta only (with beta, x = 0 has y = beta, and

@@ -44,6 +44,13 @@ class Scratch {
     return p;
   }
 
+  // n Ts left as they are, for arrays the caller writes before reading.
+  template <typename T>
+  T* TakeUninitialized(size_t n) {
+    static_assert(std::is_trivial_v<T>);
+    return static_cast<T*>(TakeBytes(n * sizeof(T)));
+  }
+
  private:
   struct Free {
     void operator()(void* p) const { std::free(p); }

@@ -289,14 +289,51 @@ TEST(CorrectRounding, HuggingFaceOrderWithBf16WeightsMatchesTheReference) {
   }
 }
 
+// The default order with bf16 y, no beta, bf16 or f32 x (split into the
+// pairs' layout per row) and bf16, f32 (a copy in the pairs' layout) or no
+// gamma (v = t) takes the same test of v's low 16 bits (TameChunk): the
+// same rows as above, gamma with zero columns and, in one call, an f32
+// value below 2^-60 (which keeps it off).
+TEST(CorrectRounding, DefaultOrderWithF32OrNoGammaMatchesTheReference) {
+  const size_t rows = 16, cols = 4096;
+  for (simdnorm_kind kind : {SIMDNORM_RMSNORM, SIMDNORM_L2NORM}) {
+    for (Family f : {Family::kStdNormal, Family::kLlm, Family::kLargeMean}) {
+      for (simdnorm_dtype xt : {SIMDNORM_BF16, SIMDNORM_F32}) {
+        // f32, f32 with a tiny value, none; bf16 (with f32 x)
+        for (int weights = 0; weights < (xt == SIMDNORM_F32 ? 4 : 3);
+             ++weights) {
+          std::vector<float> x = MakeRows(f, rows, cols, 59u);
+          for (size_t i = 0; i < x.size(); i += 97) x[i] = 0.0f;
+          for (size_t i = 13; i < cols; i += 101) x[i] = -3e-30f;  // row 0
+          std::vector<float> g = ParamData(true, cols);
+          for (size_t j = 0; j < cols; j += 61) g[j] = j % 2 ? -0.0f : 0.0f;
+          if (weights == 1) g[cols / 2] = 0x1.fffffep-61f;  // below 2^-60
+          Inputs in;
+          in.kind = kind;
+          in.x_type = xt;
+          in.y_type = SIMDNORM_BF16;
+          in.p_type = weights == 3 ? SIMDNORM_BF16 : SIMDNORM_F32;
+          in.rows = rows;
+          in.cols = cols;
+          in.eps = 1e-6f;
+          in.x = Store(in.x_type, x);
+          if (weights != 2) in.gamma = Store(in.p_type, g);
+          ExpectSameBytesOnEveryIsa(in);
+        }
+      }
+    }
+  }
+}
+
 // The per-call scans of the weights (FiniteWeights and TameGamma in
 // lib/norm_rows-inl.h) choose the loops a call takes. One weight at an
 // edge of their ranges, at the start, the middle or the scalar tail of a
 // row of 1000 (15 scanned pairs of vectors and 40 more), must leave every
 // ISA on the reference's bytes: |g| = 2^60 and 2^-60 (the tame range's
 // ends) and the bf16 values just outside them, 0, -0, a subnormal and the
-// largest finite value (for f16 weights: 65504, a subnormal, -0), in
-// gamma and, for LayerNorm, in beta.
+// largest finite value (for f16 weights: 65504, a subnormal, -0; for f32
+// weights, whose tame range TameGammaPairs tests, the f32 values at and
+// just beyond its ends), in gamma and, for LayerNorm, in beta.
 TEST(CorrectRounding, WeightsAtTheScansEdgesMatchTheReference) {
   const size_t rows = 2, cols = 1000;
   const std::vector<float> x = MakeRows(Family::kStdNormal, rows, cols, 71u);
@@ -304,10 +341,22 @@ TEST(CorrectRounding, WeightsAtTheScansEdgesMatchTheReference) {
       0x1p60f,   0x1.02p60f, -0x1p60f, 0x1p-60f,  0x1.fcp-61f,
       -0x1p-60f, 0.0f,       -0.0f,    0x1p-133f, 0x1.fep127f};
   const std::vector<float> f16_edges = {65504.0f, 0x1p-24f, -0.0f};
-  for (simdnorm_dtype p : {SIMDNORM_BF16, SIMDNORM_F16}) {
+  const std::vector<float> f32_edges = {0x1p60f,
+                                        0x1.000002p60f,
+                                        -0x1p60f,
+                                        0x1p-60f,
+                                        0x1.fffffep-61f,
+                                        -0x1p-60f,
+                                        0.0f,
+                                        -0.0f,
+                                        0x1p-140f,
+                                        std::numeric_limits<float>::max()};
+  for (simdnorm_dtype p : {SIMDNORM_BF16, SIMDNORM_F16, SIMDNORM_F32}) {
     for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
       for (int form = 0; form < 3; ++form) {  // RMSNorm HF, RMSNorm, LN
-        for (float edge : p == SIMDNORM_BF16 ? bf16_edges : f16_edges) {
+        for (float edge : p == SIMDNORM_BF16  ? bf16_edges
+                          : p == SIMDNORM_F16 ? f16_edges
+                                              : f32_edges) {
           for (size_t at : {size_t{3}, size_t{500}, cols - 7}) {
             std::vector<float> g = ParamData(true, cols);
             std::vector<float> b = ParamData(false, cols);
@@ -334,21 +383,26 @@ TEST(CorrectRounding, WeightsAtTheScansEdgesMatchTheReference) {
 // v on a bf16 midpoint, within ~0.01 of v's last fp32 place, where v = t
 // = x * s in Hugging Face's order and v = y = x * s * g by default: eps is
 // chosen so that s = 1 / sqrt(mean(x^2) + eps) puts one element's v there
-// (RMSNorm, bf16 x, y and gamma). The computed v is then on either side of
-// the midpoint, and only the tests and decisions give the reference's side
-// (rounding the fp32 v fails about half of them).
+// (RMSNorm, bf16 x and y; bf16, f32 or no gamma). The computed v is then on
+// either side of the midpoint, and only the tests and decisions give the
+// reference's side (rounding the fp32 v fails about half of them).
 TEST(CorrectRounding, ValuesOnAMidpointMatchTheReference) {
   const size_t cols = 4096;
   const std::vector<float> row = MakeRows(Family::kStdNormal, 1, cols, 61u);
-  for (bool round_normalized : {true, false}) {
+  // Hugging Face's order with bf16 gamma; by default bf16, f32 or no
+  // gamma, and f32 x with f32 gamma.
+  for (int form = 0; form < 5; ++form) {
+    const bool round_normalized = form == 0;
     Inputs in;
     in.kind = SIMDNORM_RMSNORM;
-    in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+    in.x_type = form == 4 ? SIMDNORM_F32 : SIMDNORM_BF16;
+    in.y_type = SIMDNORM_BF16;
+    in.p_type = form >= 2 && form != 3 ? SIMDNORM_F32 : SIMDNORM_BF16;
     in.rows = 1;
     in.cols = cols;
     in.round_normalized = round_normalized;
     in.x = Store(in.x_type, row);
-    in.gamma = Store(in.p_type, ParamData(true, cols));
+    if (form != 3) in.gamma = Store(in.p_type, ParamData(true, cols));
     long double ms = 0.0L;  // mean of the stored x^2, nearly exact
     for (size_t j = 0; j < cols; ++j) {
       const long double v = LoadD(in.x_type, in.x, j);
@@ -358,7 +412,9 @@ TEST(CorrectRounding, ValuesOnAMidpointMatchTheReference) {
     size_t probes = 0;
     for (size_t j = 0; j < cols && probes < 32; j += 67) {
       long double xj = std::fabs(LoadD(in.x_type, in.x, j));
-      if (!round_normalized) xj *= std::fabs(LoadD(in.p_type, in.gamma, j));
+      if (!round_normalized && !in.gamma.empty()) {
+        xj *= std::fabs(LoadD(in.p_type, in.gamma, j));
+      }
       if (xj < 0.25L) continue;
       // The midpoint of bf16 just below v at eps = 0.
       const float v0 = static_cast<float>(xj / std::sqrt(ms));
