@@ -3,6 +3,7 @@
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
 //       [cols=896] [offset=0] [yoffset=OFFSET] [woffset=OFFSET] [batches=100]
 //       [flags=0] [isa=NAME] [param=f32|bf16|f16] [weights=yes|none]
+//       [residual=no|yes]
 //
 // offset: bytes past a 64-byte line of x, gamma and beta (and y, unless
 // yoffset gives y's; gamma and beta, unless woffset gives theirs). Both
@@ -13,9 +14,10 @@
 // 1 is a speed-up) and whether the outputs are byte-identical. On a noisy VM
 // two copies of one build measure 1.00-1.01x this way, where separate processes
 // differ by up to 30 %. kind: layernorm (with gamma and beta), rmsnorm, l2norm
-// (gamma; weights=none: neither gamma nor beta); dtype: f32, bf16 or f16 for x,
-// y and the weights, or X:Y for x and y apart (the weights X's unless param
-// gives theirs); flags: simdnorm_desc.flags (e.g. 1 =
+// (gamma; weights=none: neither gamma nor beta; residual=yes: the fused
+// add, h = x + residual to sum_out, which is compared too); dtype: f32, bf16 or
+// f16 for x, y and the weights, or X:Y for x and y apart (the weights X's
+// unless param gives theirs); flags: simdnorm_desc.flags (e.g. 1 =
 // SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING). kind KIND-backward
 // (layernorm, rmsnorm) times simdnorm_backward instead: dx, dgamma and dbeta
 // (layernorm) from the forward's saved statistics, as autograd calls it; dy =
@@ -153,7 +155,8 @@ int main(int argc, char** argv) {
                  "usage: %s OLD.so NEW.so [kind=rmsnorm] [dtype=bf16|X:Y] "
                  "[rows=64] [cols=896] [offset=0] [yoffset=OFFSET] "
                  "[woffset=OFFSET] [batches=100] [flags=0] "
-                 "[isa=NAME] [param=f32|bf16|f16] [weights=yes|none]\n",
+                 "[isa=NAME] [param=f32|bf16|f16] [weights=yes|none] "
+                 "[residual=no|yes]\n",
                  argv[0]);
     return 2;
   }
@@ -161,7 +164,8 @@ int main(int argc, char** argv) {
       {"kind", "rmsnorm"}, {"dtype", "bf16"}, {"rows", "64"},
       {"cols", "896"},     {"offset", "0"},   {"batches", "100"},
       {"yoffset", ""},     {"flags", "0"},    {"isa", ""},
-      {"param", ""},       {"woffset", ""},   {"weights", "yes"}};
+      {"param", ""},       {"woffset", ""},   {"weights", "yes"},
+      {"residual", "no"}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -237,6 +241,9 @@ int main(int argc, char** argv) {
   const bool weights = opt["weights"] != "none";
   d.gamma = weights ? gamma.p : nullptr;
   d.beta = weights && d.kind == SIMDNORM_LAYERNORM ? beta.p : nullptr;
+  Buffer h0(rows * cols * elem, offset), h1(rows * cols * elem, offset);
+  unsigned char* hs[2] = {h0.p, h1.p};
+  if (opt["residual"] == "yes") d.residual = dy.p;
   d.eps = 1e-6f;
   d.max_threads = 1;
   d.flags = static_cast<unsigned>(std::stoul(opt["flags"]));
@@ -281,6 +288,7 @@ int main(int argc, char** argv) {
   using Clock = std::chrono::steady_clock;
   const auto run = [&](int w, int iters) {
     d.y = outs[w];
+    if (d.residual != nullptr) d.sum_out = hs[w];
     gd.y = outs[w];
     nd.y = outs[w];
     bd.dx = outs[w];
@@ -315,6 +323,7 @@ int main(int argc, char** argv) {
     median[w] = v[v.size() / 2];
   }
   const bool same = std::memcmp(y0.p, y1.p, out) == 0 &&
+                    std::memcmp(h0.p, h1.p, rows * cols * elem) == 0 &&
                     std::memcmp(sums0.p, sums1.p, 2 * cols * 4) == 0;
   std::printf(
       "%s %s rows %zu cols %zu offset %zu flags %u isa %s: old min %.1f "
