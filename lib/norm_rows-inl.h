@@ -1333,16 +1333,21 @@ HWY_INLINE void AddToF64(DF df, hn::Vec<DF> v,
 #endif
 }
 
-// The most fp32 roundings a term of SumSquaresF32 goes through: 6 in its
-// chain (4 in a whole block; 3 + 3 in a row's last, partial one), 2 adding
-// the chains, and one to spare.
-inline constexpr int kSumsF32Depth = 9;
+// The most fp32 roundings a term of SumSquaresF32 goes through: 3 in its
+// chain of 4 FMAs (the first adds an exact square to 0; for f32 x its
+// square rounds: 4), 2 adding the chains.
+template <typename TX>
+inline constexpr int kSumsF32Depth = sizeof(TX) == 2 ? 5 : 6;
 
 // sum(x^2) in fp32 chains short enough for a tight bound
-// (internal::Fp32Sums(n, kSumsF32Depth)): blocks of 16 vectors in four
-// chains, each block added to double lanes. kMinX (bf16 x): also the
-// smallest nonzero |x| to *min_x (+inf for a row of zeros), for TinyT: a
-// few integer operations in a loop that has room for them.
+// (internal::Fp32Sums(n, kSumsF32Depth<TX>)): blocks of 16 vectors in four
+// chains of 4, each block added to double lanes; a row's last, partial
+// block gives its last vectors one to a chain, so that no chain is longer.
+// The bound sets how often a lane's rounding is left open: when the
+// partial block's vectors went to one chain (depth 9), r was known within
+// ~4.6u and TameChunk's K was 8; at depth 5, ~2.6u and 6. kMinX (bf16 x):
+// also the smallest nonzero |x| to *min_x (+inf for a row of zeros), for
+// TinyT: a few integer operations in a loop that has room for them.
 template <bool kMinX = false, class DF, typename TX>
 HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
                                   float* min_x = nullptr) {
@@ -1386,14 +1391,21 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
         min_rest = m < min_rest ? m : min_rest;
       }
     }
-    for (; i + N <= block_end; i += N) {
-      const auto x0 = LoadF(df, x + i);
-      q0 = hn::MulAdd(x0, x0, q0);
-    }
-    if (i < block_end) {  // the row's last, partial vector: zero-padded
-      const auto x1 = LoadTailF(df, x + i, block_end - i);
-      q1 = hn::MulAdd(x1, x1, q1);
-      i = block_end;
+    // Up to 3 whole vectors and a partial one (zero-padded) are left.
+    for (size_t c = 0; i < block_end; ++c) {
+      const size_t count = block_end - i < N ? block_end - i : N;
+      const auto v =
+          count == N ? LoadF(df, x + i) : LoadTailF(df, x + i, count);
+      if (c == 0) {  // separate variables: SVE's vectors are sizeless
+        q0 = hn::MulAdd(v, v, q0);
+      } else if (c == 1) {
+        q1 = hn::MulAdd(v, v, q1);
+      } else if (c == 2) {
+        q2 = hn::MulAdd(v, v, q2);
+      } else {
+        q3 = hn::MulAdd(v, v, q3);
+      }
+      i += count;
     }
     AddToF64(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)), lo, hi);
   }
@@ -2802,7 +2814,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
   bool has_ahead = false;
   // The bound model of UncenteredStatsF32's sums, the same for every row.
-  const internal::SumModel f32_sums = internal::Fp32Sums(n, kSumsF32Depth);
+  const internal::SumModel f32_sums = internal::Fp32Sums(n, kSumsF32Depth<TX>);
   for (size_t r = row_begin; r < row_end; ++r) {
     const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
