@@ -372,7 +372,8 @@ struct Weights {
   float scale;
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
-  bool tame_gamma = false;             // TameGamma: TameChunk may run
+  bool tame_gamma = false;  // TameGamma: TameChunk may run
+  float tame_min_g = 0.0f;  // then the smallest nonzero |g| (1: no gamma)
   const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
   bool finite = false;  // LeanChunk may round both ends by hardware
 };
@@ -2120,9 +2121,11 @@ inline constexpr uint16_t kTameV = 0x2200;    // bf16 2^-59
 inline constexpr uint16_t kTameLow = 0x2180;  // bf16 2^-60
 inline constexpr uint16_t kTameTop = 0x5D80;  // bf16 2^60
 
-// Whether every |g| is 0 or in [2^-60, 2^60].
+// Whether every |g| is 0 or in [2^-60, 2^60]; where so, the smallest
+// nonzero |g| to *min_g (+inf where every g is 0).
 template <class D16>
-HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
+HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n,
+                          float* min_g) {
   const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
   const size_t N = hn::Lanes(d16);
   const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
@@ -2143,22 +2146,29 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n) {
                                 hn::Lt(hn::Set(d16, kTameTop), hi)))) {
     return false;
   }
+  uint16_t least = hn::GetLane(hn::MinOfLanes(d16, lo));
   for (; i < n; ++i) {
     const uint16_t mag = g[i] & 0x7FFF;
     if (mag != 0 && (mag < kTameLow || mag > kTameTop)) return false;
+    const uint16_t m = static_cast<uint16_t>(mag - 1);
+    least = m < least ? m : least;
   }
+  const uint32_t bits = static_cast<uint32_t>(least + 1) << 16;  // |g|
+  std::memcpy(min_g, &bits, sizeof(bits));
+  if (least == 0xFFFF) *min_g = HUGE_VALF;
   return true;
 }
 
 #if HWY_TARGET != HWY_SCALAR
 // f32 gamma for TameChunk: whether every |g| of gamma[0, n) is 0 or in
-// [2^-60, 2^60] (as TameGamma), and, where so, its first n / 2N * 2N
+// [2^-60, 2^60] (as TameGamma; the smallest nonzero one to *min_g), and,
+// where so, its first n / 2N * 2N
 // values to `pairs` in the layout of bf16 pairs (convert-inl.h): of each
 // 2N elements, the even ones, then the odd ones. A call's rows then load
 // f32 gamma as they load bf16 x, without a shuffle per row.
 template <class DF>
 HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
-                               float* HWY_RESTRICT pairs) {
+                               float* HWY_RESTRICT pairs, float* min_g) {
   const hn::RebindToUnsigned<DF> du;
   const size_t N = hn::Lanes(df);
   const uint32_t* g = reinterpret_cast<const uint32_t*>(gamma);
@@ -2179,10 +2189,15 @@ HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
                                hn::Lt(hn::Set(du, kTop), hi)))) {
     return false;
   }
+  uint32_t least = hn::GetLane(hn::MinOfLanes(du, lo));
   for (; i < n; ++i) {
     const uint32_t mag = g[i] & 0x7FFFFFFFu;
     if (mag != 0 && (mag < kLow || mag > kTop)) return false;
+    least = mag - 1 < least ? mag - 1 : least;
   }
+  const uint32_t bits = least + 1;  // |g|
+  std::memcpy(min_g, &bits, sizeof(bits));
+  if (least == 0xFFFFFFFFu) *min_g = HUGE_VALF;
   return true;
 }
 #endif
@@ -2310,9 +2325,13 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
     }
     const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
                             hn::And(hn::Add(ub, half), hi));
-    const auto mag = hn::And(hn::BitCast(d16, v16), abs);
-    const auto open = hn::Or(hn::Lt(hn::Add(low, shift), width),
-                             hn::Lt(hn::Sub(mag, bias), below));
+    auto open = hn::Lt(hn::Add(low, shift), width);
+    if constexpr (kTestTiny) {
+      const auto mag = hn::And(hn::BitCast(d16, v16), abs);
+      open = hn::Or(open, hn::Lt(hn::Sub(mag, bias), below));
+    } else {
+      (void)abs, (void)bias, (void)below;
+    }
     if (!hn::AllFalse(d16, open)) flagged |= bit;
     if constexpr (kRoundT) {
       const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
@@ -2333,6 +2352,16 @@ inline bool TinyT(const RowScale& k) {
   return !(static_cast<double>(k.min_x) * k.mul * (1 - 0x1p-23) >= 0x1p-59);
 }
 
+// The same for the default order's v = x * mul * g (two roundings), from
+// the smallest nonzero |g| of a tame gamma: where false, every v of a
+// nonzero x and g is at least 2^-59, and the others are an exact +-0 (the
+// sign of x times g's, as the exact y's), so TameChunk needs no test of
+// tiny v (4 of its ~27 operations a 2N).
+inline bool TinyV(const RowScale& k, float min_g) {
+  return !(static_cast<double>(k.min_x) * k.mul * min_g * (1 - 0x1p-22) >=
+           0x1p-59);
+}
+
 // Runs TameChunk on the chunks of [0, paired_end) where the call and the
 // row allow it (returns false where not), and redo(i, end) on its groups
 // with an open lane.
@@ -2351,13 +2380,11 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
     const auto chunks = [&](auto gamma) {
       ForChunks(paired_end, [&](size_t i, size_t end) {
-        // Without kRoundT the test is always made: no TameChunk<false,
-        // false>.
         const uint64_t open =
-            test_tiny || !kRoundT
+            test_tiny
                 ? TameChunk<kRoundT, true>(df, x, y, gamma, i, end, mul, units)
-                : TameChunk<kRoundT, !kRoundT>(df, x, y, gamma, i, end, mul,
-                                               units);
+                : TameChunk<kRoundT, false>(df, x, y, gamma, i, end, mul,
+                                            units);
         ForFlaggedGroups(open, i, end, group, redo);
       });
     };
@@ -2396,7 +2423,7 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   uint16_t units = 0;
   const bool row_tame = !kLayerNorm && TameUnitsOf(cr.ScaleError(), 2, units);
   if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
-                                     units, true, redo)) {
+                                     units, TinyV(k, w.tame_min_g), redo)) {
     ForChunks(paired_end, redo);
   }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -2762,7 +2789,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     const bool plain = w.beta == nullptr && !w.has_offset;
     if constexpr (std::is_same_v<TP, bf16_t>) {
       if (w.gamma != nullptr && plain) {
-        w.tame_gamma = TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n);
+        w.tame_gamma =
+            TameGamma(hn::ScalableTag<uint16_t>(), w.gamma, n, &w.tame_min_g);
       }
     }
 #if HWY_TARGET != HWY_SCALAR
@@ -2775,14 +2803,17 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
         if (n > kPairsRoom) {
           pairs = memory.emplace().TakeUninitialized<float>(n);
         }
-        if (TameGammaPairs(df, w.gamma, n, pairs)) {
+        if (TameGammaPairs(df, w.gamma, n, pairs, &w.tame_min_g)) {
           w.tame_gamma = true;
           w.gamma_pairs = pairs;
         }
       }
     }
 #endif
-    if (w.gamma == nullptr && plain && !w.round) w.tame_gamma = true;
+    if (w.gamma == nullptr && plain && !w.round) {
+      w.tame_gamma = true;
+      w.tame_min_g = 1.0f;
+    }
   }
   // Weights that make LeanChunk round both ends by hardware. bf16: the
   // uncentered kinds without beta only (with beta, x = 0 has y = beta, and
@@ -2808,9 +2839,9 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // 0.97-0.99x). Only without a residual, where rows read x as it is (no
   // row of y but an exact alias overlaps x).
   internal::RowStats ahead{};
-  // Hugging Face's order with tame weights: the rows' smallest nonzero |x|
-  // lets TameChunk leave out its test of tiny t (TinyT).
-  const bool want_min = w.round && w.tame_gamma;
+  // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
+  // leave out its test of tiny t (TinyT) or v (TinyV).
+  const bool want_min = w.tame_gamma;
   float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
   bool has_ahead = false;
   // The bound model of UncenteredStatsF32's sums, the same for every row.

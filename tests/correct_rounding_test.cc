@@ -325,6 +325,46 @@ TEST(CorrectRounding, DefaultOrderWithF32OrNoGammaMatchesTheReference) {
   }
 }
 
+// TameChunk leaves out its test of tiny v where the row's smallest nonzero
+// |x| times mul, times the smallest nonzero |g|, keeps every v of a nonzero
+// x and g above 2^-59 (TinyV). Where not, the test must stay: a bf16
+// subnormal x (x * mul then an fp32 subnormal, rounded by up to 2^-150)
+// times a |g| near 2^60 gives a normal v near 2^-71 with a relative error
+// up to ~2^-20, beyond K. A library that left the test out for such rows
+// wrote wrong bytes on ~1 lane in 10^5 of these (11 of 1.28 million, by a
+// C program), so there are 20000 rows of 64.
+TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
+  const size_t rows = 20000, cols = 64;
+  uint32_t state = 7u;
+  const auto next = [&state] {  // a linear congruential generator
+    state = state * 1664525u + 1013904223u;
+    return state >> 16;
+  };
+  // Even columns: x a bf16 subnormal, |g| in [2^59, 2^60); odd ones: both
+  // in [1, 2), so that mul is near 1.
+  const auto in_binade = [&](float scale) {
+    return scale * (1.0f + static_cast<float>(next() & 0x7F) / 128);
+  };
+  std::vector<float> x(rows * cols), g(cols);
+  for (size_t j = 0; j < cols; ++j) g[j] = in_binade(j % 2 ? 1.0f : 0x1p59f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float v = i % 2 ? in_binade(1.0f)
+                          : static_cast<float>(1 + next() % 127) * 0x1p-133f;
+    x[i] = next() & 1 ? -v : v;
+  }
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.x_type = SIMDNORM_BF16;
+  in.y_type = SIMDNORM_BF16;
+  in.p_type = SIMDNORM_BF16;
+  in.rows = rows;
+  in.cols = cols;
+  in.eps = 1e-6f;
+  in.x = Store(in.x_type, x);
+  in.gamma = Store(in.p_type, g);
+  ExpectSameBytesOnEveryIsa(in);
+}
+
 // The per-call scans of the weights (FiniteWeights and TameGamma in
 // lib/norm_rows-inl.h) choose the loops a call takes. One weight at an
 // edge of their ranges, at the start, the middle or the scalar tail of a
