@@ -325,6 +325,42 @@ TEST(CorrectRounding, DefaultOrderWithF32OrNoGammaMatchesTheReference) {
   }
 }
 
+// LayerNorm's double statistics (StatsF64) start unshifted unless the
+// row's first vector shares a sign (then shifted by x[0]), and are made
+// again about the mean where the first bound is too loose. Rows of mean m
+// + N(0, 1) for m = 0, 1, 3, 8 and 1e3, and the same with a zero or a
+// negative element in the first vector (unshifted, then recentered), must
+// give the reference's bytes on every ISA.
+TEST(CorrectRounding, LayerNormShiftChoicesMatchTheReference) {
+  const size_t cols = 896;
+  const std::vector<float>& z = RowData(Family::kStdNormal, 16, cols);
+  std::vector<float> x;
+  for (float m : {0.0f, 1.0f, 3.0f, 8.0f, 1e3f}) {
+    for (int lead = 0; lead < 3; ++lead) {  // as made, a zero, a negative
+      for (size_t r = 0; r < 2; ++r) {
+        const size_t at = x.size();
+        for (size_t j = 0; j < cols; ++j) x.push_back(m + z[r * cols + j]);
+        if (lead == 1) x[at + 5] = 0.0f;
+        if (lead == 2) x[at + 2] = -m - 1.0f;
+      }
+    }
+  }
+  for (simdnorm_dtype p : {SIMDNORM_BF16, SIMDNORM_F32}) {
+    Inputs in;
+    in.kind = SIMDNORM_LAYERNORM;
+    in.x_type = SIMDNORM_BF16;
+    in.y_type = SIMDNORM_BF16;
+    in.p_type = p;
+    in.rows = x.size() / cols;
+    in.cols = cols;
+    in.eps = 1e-5f;
+    in.x = Store(in.x_type, x);
+    in.gamma = Store(in.p_type, ParamData(true, cols));
+    in.beta = Store(in.p_type, ParamData(false, cols));
+    ExpectSameBytesOnEveryIsa(in);
+  }
+}
+
 // TameChunk leaves out its test of tiny v where the row's smallest nonzero
 // |x| times mul, times the smallest nonzero |g|, keeps every v of a nonzero
 // x and g above 2^-59 (TinyV). Where not, the test must stay: a bf16
