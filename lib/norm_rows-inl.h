@@ -1357,6 +1357,19 @@ HWY_INLINE void AddToF64(DF df, hn::Vec<DF> v,
 #endif
 }
 
+// The smallest nonzero |value| of a scan, from least = the smallest of
+// (magnitude bits - 1), which wraps to all ones for 0 (+inf where every
+// value was 0); TU: uint16_t for bf16 bits, uint32_t for f32 bits.
+template <typename TU>
+inline float SmallestMagnitude(TU least) {
+  if (least == static_cast<TU>(~TU{0})) return HUGE_VALF;
+  const uint32_t bits = static_cast<uint32_t>(least + 1u)
+                        << (sizeof(TU) == 2 ? 16 : 0);
+  float v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 // The most fp32 roundings a term of SumSquaresF32 goes through: 3 in its
 // chain of 4 FMAs (the first adds an exact square to 0; for f32 x its
 // square rounds: 4), 2 adding the chains.
@@ -1371,7 +1384,7 @@ inline constexpr int kSumsF32Depth = sizeof(TX) == 2 ? 5 : 6;
 // partial block's vectors went to one chain (depth 9), r was known within
 // ~4.6u and TameChunk's K was 8; at depth 5, ~2.6u and 6. kMinX (bf16 x):
 // also the smallest nonzero |x| to *min_x (+inf for a row of zeros), for
-// TinyT: a few integer operations in a loop that has room for them.
+// TinyV: a few integer operations in a loop that has room for them.
 template <bool kMinX = false, class DF, typename TX>
 HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
                                   float* min_x = nullptr) {
@@ -1434,12 +1447,8 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
     AddToF64(df, hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)), lo, hi);
   }
   if constexpr (kMinX) {
-    uint16_t m = hn::GetLane(hn::MinOfLanes(d16, mins));
-    m = min_rest < m ? min_rest : m;
-    const uint32_t f = static_cast<uint32_t>(m + 1) << 16;  // m + 1: |x|
-    float v;
-    std::memcpy(&v, &f, sizeof(v));
-    *min_x = m == 0xFFFF ? HUGE_VALF : v;
+    const uint16_t m = hn::GetLane(hn::MinOfLanes(d16, mins));
+    *min_x = SmallestMagnitude<uint16_t>(min_rest < m ? min_rest : m);
   } else {
     (void)min_x, (void)bits, (void)abs, (void)one, (void)mins, (void)min_rest;
   }
@@ -2176,9 +2185,7 @@ HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n,
     const uint16_t m = static_cast<uint16_t>(mag - 1);
     least = m < least ? m : least;
   }
-  const uint32_t bits = static_cast<uint32_t>(least + 1) << 16;  // |g|
-  std::memcpy(min_g, &bits, sizeof(bits));
-  if (least == 0xFFFF) *min_g = HUGE_VALF;
+  *min_g = SmallestMagnitude(least);
   return true;
 }
 
@@ -2218,9 +2225,7 @@ HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
     if (mag != 0 && (mag < kLow || mag > kTop)) return false;
     least = mag - 1 < least ? mag - 1 : least;
   }
-  const uint32_t bits = least + 1;  // |g|
-  std::memcpy(min_g, &bits, sizeof(bits));
-  if (least == 0xFFFFFFFFu) *min_g = HUGE_VALF;
+  *min_g = SmallestMagnitude(least);
   return true;
 }
 #endif
@@ -2280,7 +2285,7 @@ inline constexpr NoGamma kNoGamma{};
 // returns a bit per 2N elements (the first in bit 0) with a lane left open.
 // kRoundT: Hugging Face's order (v = t; bf16 gamma only), else v = y.
 // kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
-// the row is that small (TinyT false) leave it out, and in Hugging Face's
+// the row is that small (TinyV false) leave it out, and in Hugging Face's
 // order round t straight into place (fewer operations, the same bits).
 // TG: gamma's type, bf16, float (pairs) or NoGamma. TX: x's, bf16 or
 // float (split into the pairs' layout here: two shuffles per 2N).
@@ -2368,21 +2373,17 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
 }
 #endif
 
-// Whether a nonzero t = x * mul of the row may be below 2^-59 (true where
-// the row's smallest nonzero |x| is not known): t is within 2^-24 |t| of
-// x * mul, and 2^-59 is a bf16 value, so rounding keeps t above it.
-inline bool TinyT(const RowScale& k) {
-  return !(static_cast<double>(k.min_x) * k.mul * (1 - 0x1p-23) >= 0x1p-59);
-}
-
-// The same for the default order's v = x * mul * g (two roundings), from
-// the smallest nonzero |g| of a tame gamma: where false, every v of a
-// nonzero x and g is at least 2^-59, and the others are an exact +-0 (the
-// sign of x times g's, as the exact y's), so TameChunk needs no test of
-// tiny v (4 of its ~27 operations a 2N).
-inline bool TinyV(const RowScale& k, float min_g) {
-  return !(static_cast<double>(k.min_x) * k.mul * min_g * (1 - 0x1p-22) >=
-           0x1p-59);
+// Whether a nonzero v of the row may be below 2^-59 (true where the row's
+// smallest nonzero |x| is not known): Hugging Face's t = x * mul (one
+// rounding, min_g 1), or the default order's v = x * mul * g (two; min_g
+// the smallest nonzero |g| of a tame gamma). Each rounding is within
+// 2^-24 |v|, and 2^-59 is a bf16 value, so rounding keeps v above it;
+// where false, the other v (of x = 0 or g = 0) are an exact +-0 with the
+// exact y's sign, so TameChunk needs no test of tiny v (4 of its ~27
+// operations a 2N).
+inline bool TinyV(const RowScale& k, int roundings, float min_g = 1.0f) {
+  const double margin = 1 - roundings * 0x1p-23;
+  return !(static_cast<double>(k.min_x) * k.mul * min_g * margin >= 0x1p-59);
 }
 
 // Runs TameChunk on the chunks of [0, paired_end) where the call and the
@@ -2446,7 +2447,7 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
   uint16_t units = 0;
   const bool row_tame = !kLayerNorm && TameUnitsOf(cr.ScaleError(), 2, units);
   if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
-                                     units, TinyV(k, w.tame_min_g), redo)) {
+                                     units, TinyV(k, 2, w.tame_min_g), redo)) {
     ForChunks(paired_end, redo);
   }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -2592,7 +2593,7 @@ HWY_NOINLINE void ApplyRowHFChecked(DF df, const TX* x, TY* y,
   uint16_t units = 0;
   const bool row_tame = kExactY && TameUnitsOf(cr.ScaleError(), 1, units);
   if (!TameChunks<kLayerNorm, true>(df, x, y, w, paired_end, k.mul, row_tame,
-                                    units, TinyT(k), redo)) {
+                                    units, TinyV(k, 1), redo)) {
     ForChunks(paired_end, redo);
   }
   const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
@@ -2863,7 +2864,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // row of y but an exact alias overlaps x).
   internal::RowStats ahead{};
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
-  // leave out its test of tiny t (TinyT) or v (TinyV).
+  // leave out its test of tiny t or v (TinyV).
   const bool want_min = w.tame_gamma;
   float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
   bool has_ahead = false;

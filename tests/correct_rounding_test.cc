@@ -391,9 +391,7 @@ TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
   }
   Inputs in;
   in.kind = SIMDNORM_RMSNORM;
-  in.x_type = SIMDNORM_BF16;
-  in.y_type = SIMDNORM_BF16;
-  in.p_type = SIMDNORM_BF16;
+  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
   in.rows = rows;
   in.cols = cols;
   in.eps = 1e-6f;
