@@ -376,6 +376,8 @@ struct Weights {
   float tame_min_g = 0.0f;  // then the smallest nonzero |g| (1: no gamma)
   const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
   bool finite = false;  // LeanChunk may round both ends by hardware
+  // LayerNorm's lean bound's weight terms, made once a call (LeanTerms).
+  const float* lean_terms = nullptr;
 };
 
 // The weights of a call.
@@ -1896,9 +1898,50 @@ inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
   return true;
 }
 
+// LayerNorm's weight terms ag|g| + ab|b| + kYFloor are the same in every
+// row but for ag and ab, which barely move: ab is ~3.1u (t's relative
+// error and y's roundings), ag ~2^-50 (the mean's error). So a call of more
+// than one row makes them once (LeanTerms) with kLeanAg and kLeanAb, and
+// every row whose ag and ab are within those takes them as its bound's
+// terms (rounding is monotone: terms made so are at least the row's own).
+// That saves 2 FMAs and 2 ANDs a vector of LeanChunk's loop, which issues
+// ~3 vector operations a cycle on Zen 5 (docs/performance.md, session 33).
+inline constexpr float kLeanAg = 0x1p-30f;
+inline constexpr float kLeanAb = HWY_NATIVE_FMA ? 0x1.cp-23f : 0x1.ap-22f;
+
+inline bool LeanTermsHold(const YBound& yb) {
+  return yb.ag <= kLeanAg && yb.ab <= kLeanAb;
+}
+
+// The terms of elements [0, paired_end) of a row, 2N at a time as
+// LeanBound2N reads them: vector a's at i, vector b's at i + N.
+template <class DF, typename TX, typename TY, typename TP>
+HWY_INLINE void LeanTerms(DF df, const Weights<TP>& w, size_t paired_end,
+                          float* HWY_RESTRICT terms) {
+  constexpr bool kPaired = kPairs<TX, TY, TP>;
+  constexpr At kA = kPaired ? At::kPairA : At::kFull;
+  constexpr At kB = kPaired ? At::kPairB : At::kFull;
+  const size_t N = hn::Lanes(df);
+  const auto ag = hn::Set(df, kLeanAg), ab = hn::Set(df, kLeanAb);
+  const auto floor = hn::Set(df, kYFloor);
+  const auto of = [&](hn::Vec<DF> g, hn::Vec<DF> b) {
+    return hn::MulAdd(ag, hn::Abs(g), hn::MulAdd(ab, hn::Abs(b), floor));
+  };
+  for (size_t i = 0; i < paired_end; i += 2 * N) {
+    hn::Vec<DF> g, b;
+    WeightsAt<kA>(df, w, i, 0, g, b);
+    hn::StoreU(of(g, b), df, terms + i);
+    WeightsAt<kB>(df, w, kPaired ? i : i + N, 0, g, b);
+    hn::StoreU(of(g, b), df, terms + i + N);
+  }
+}
+
 // One vector of a checked row (without Hugging Face's rounding): its
-// results y, and their bound e (YBound) as the return value.
-template <bool kLayerNorm, At kAt, class DF, typename TX, typename TP>
+// results y, and their bound e (YBound) as the return value. kTerms:
+// LayerNorm's weight terms from w.lean_terms (LeanTerms' layout), with
+// gamma and beta and no offset.
+template <bool kLayerNorm, At kAt, bool kTerms = false, class DF, typename TX,
+          typename TP>
 HWY_INLINE hn::Vec<DF> LeanBoundAt(DF df, const TX* HWY_RESTRICT x,
                                    const Weights<TP>& w, size_t i, size_t count,
                                    hn::Vec<DF> m, hn::Vec<DF> mul,
@@ -1906,10 +1949,21 @@ HWY_INLINE hn::Vec<DF> LeanBoundAt(DF df, const TX* HWY_RESTRICT x,
                                    hn::Vec<DF> vag, hn::Vec<DF> vab,
                                    hn::Vec<DF>& y) {
   hn::Vec<DF> g, b;
-  WeightsAt<kAt>(df, w, i, count, g, b);
+  if constexpr (kTerms) {  // gamma and beta, no offset: no tests
+    g = LoadAt<kAt>(df, w.gamma + i, count);
+    b = LoadAt<kAt>(df, w.beta + i, count);
+  } else {
+    WeightsAt<kAt>(df, w, i, count, g, b);
+  }
   const auto xv = LoadAt<kAt>(df, x + i, count);
   hn::Vec<DF> t, weights;
-  if constexpr (kLayerNorm) {
+  if constexpr (kLayerNorm && kTerms) {
+    static_assert(kAt != At::kTail, "whole vectors only");
+    (void)vag, (void)vab;
+    t = hn::MulAdd(hn::Sub(xv, m), mul, add);
+    weights = hn::LoadU(
+        df, w.lean_terms + (kAt == At::kPairB ? i + hn::Lanes(df) : i));
+  } else if constexpr (kLayerNorm) {
     t = hn::MulAdd(hn::Sub(xv, m), mul, add);
     weights = hn::MulAdd(vag, hn::Abs(g),
                          hn::MulAdd(vab, hn::Abs(b), hn::Set(df, kYFloor)));
@@ -1962,7 +2016,8 @@ HWY_INLINE hn::Mask<DF> LeanCheckedAt(DF df, const TX* HWY_RESTRICT x,
 // The 2N results of a checked row at i (as Results2N moves them: pairs
 // where x, y and the weights pair alike, else two vectors in order) and
 // their bounds (LeanBoundAt).
-template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP>
+template <bool kLayerNorm, class DF, typename TX, typename TY, typename TP,
+          bool kTerms = false>
 HWY_INLINE void LeanBound2N(DF df, const TX* HWY_RESTRICT x,
                             const Weights<TP>& w, size_t i, hn::Vec<DF> m,
                             hn::Vec<DF> mul, hn::Vec<DF> add, hn::Vec<DF> vr,
@@ -1972,10 +2027,10 @@ HWY_INLINE void LeanBound2N(DF df, const TX* HWY_RESTRICT x,
   constexpr At kA = kPaired ? At::kPairA : At::kFull;
   constexpr At kB = kPaired ? At::kPairB : At::kFull;
   const size_t ib = kPaired ? i : i + hn::Lanes(df);
-  ea = LeanBoundAt<kLayerNorm, kA>(df, x, w, i, 0, m, mul, add, vr, vag, vab,
-                                   va);
-  eb = LeanBoundAt<kLayerNorm, kB>(df, x, w, ib, 0, m, mul, add, vr, vag, vab,
-                                   vb);
+  ea = LeanBoundAt<kLayerNorm, kA, kTerms>(df, x, w, i, 0, m, mul, add, vr, vag,
+                                           vab, va);
+  eb = LeanBoundAt<kLayerNorm, kB, kTerms>(df, x, w, ib, 0, m, mul, add, vr,
+                                           vag, vab, vb);
 }
 
 // The 2N results of a checked row at i (LeanBound2N), and the lanes of
@@ -2074,15 +2129,41 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   if constexpr (kHardwareEnds<DF, TY>) {
     if (w.finite) {
       constexpr bool kPaired = kPairs<TX, TY, TP>;
-      for (size_t i = begin; i < end; i += 2 * N) {
+      // Software-pipelined: the next 2N's results and bounds come before
+      // this 2N's ends, conversions and compare in program order, so that
+      // two 2N's chains (~40 cycles each: loads, t, y, e, ends,
+      // VCVTNE2PS2BF16, compare) are in the out-of-order window at once:
+      // 1.02x on bf16 LayerNorm at 64 x 896 (session 33).
+      const auto loop = [&](auto terms) {
+        constexpr bool kTerms = decltype(terms)::value;
         hn::Vec<DF> va, vb, ea, eb;
-        LeanBound2N<kLayerNorm, DF, TX, TY>(df, x, w, i, m, mul, add, vr, vag,
-                                            vab, va, vb, ea, eb);
-        if (HWY_UNLIKELY(!StoreIfAlike<kPaired>(df, va, ea, vb, eb, y + i))) {
-          flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
+        const auto bounds = [&](size_t i) {
+          LeanBound2N<kLayerNorm, DF, TX, TY, TP, kTerms>(
+              df, x, w, i, m, mul, add, vr, vag, vab, va, vb, ea, eb);
+        };
+        const auto store = [&](size_t i, hn::Vec<DF> a, hn::Vec<DF> b,
+                               hn::Vec<DF> a_e, hn::Vec<DF> b_e) {
+          if (HWY_UNLIKELY(!StoreIfAlike<kPaired>(df, a, a_e, b, b_e, y + i))) {
+            flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
+          }
+        };
+        size_t i = begin;
+        bounds(i);
+        for (; i + 2 * N < end; i += 2 * N) {
+          const auto a = va, b = vb, a_e = ea, b_e = eb;
+          bounds(i + 2 * N);
+          store(i, a, b, a_e, b_e);
+        }
+        store(i, va, vb, ea, eb);
+        return flagged;
+      };
+      if constexpr (kLayerNorm) {
+        if (w.lean_terms != nullptr && LeanTermsHold(yb) &&
+            w.gamma != nullptr && w.beta != nullptr && !w.has_offset) {
+          return loop(std::true_type());
         }
       }
-      return flagged;
+      return loop(std::false_type());
     }
   }
 #endif
@@ -2847,6 +2928,17 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     constexpr bool kAnyBeta = kLayerNorm || std::is_same_v<TY, f16_t>;
     w.finite = !w.has_offset && FiniteWeights(w.gamma, n) &&
                (kAnyBeta ? FiniteWeights(w.beta, n) : w.beta == nullptr);
+  }
+  // LayerNorm's lean weight terms where both ends round by hardware
+  // (LeanTerms), in scratch: with them on this frame's stack (16 KB more),
+  // one-row calls, which do not make them, ran 0.93-0.96x.
+  if constexpr (kLayerNorm && kHardwareEnds<decltype(df), TY>) {
+    if (w.finite && !w.round && row_end - row_begin > 1) {
+      const size_t paired_end = n / (2 * hn::Lanes(df)) * (2 * hn::Lanes(df));
+      float* terms = memory.emplace().TakeUninitialized<float>(paired_end);
+      LeanTerms<decltype(df), TX, TY>(df, w, paired_end, terms);
+      w.lean_terms = terms;
+    }
   }
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
   HWY_ALIGN TX stack_scratch[kRowRoom];

@@ -190,6 +190,22 @@ size_t ExpectOracle(const Inputs& in, const std::vector<uint16_t>& y) {
   return checked;
 }
 
+// xhat of one f32 row (eps 1e-5), from the float64 reference.
+std::vector<double> XhatOf(simdnorm_kind kind, const std::vector<float>& x) {
+  simdnorm_desc d = {};
+  d.kind = kind;
+  d.rows = 1;
+  d.cols = x.size();
+  d.x = x.data();
+  d.eps = 1e-5f;
+  std::vector<float> unused(x.size());
+  d.y = unused.data();
+  std::vector<double> out(x.size()), xhat(x.size());
+  EXPECT_EQ(simdnorm::reference_f64(&d, sizeof(d), out.data(), xhat.data()),
+            simdnorm::Status::kOk);
+  return xhat;
+}
+
 // ------------------------------------------------------------ the tests
 
 const Family kFamilies[] = {Family::kStdNormal, Family::kLargeMean,
@@ -455,6 +471,47 @@ TEST(CorrectRounding, WeightsAtTheScansEdgesMatchTheReference) {
   }
 }
 
+// Near-ties under cancellation, in calls of many rows: LayerNorm's y = t g
+// + b with |t g| ~ |b| ~ 100-1000 and |y| ~ 1, so that t's relative error
+// times |t g| (the bound's ab|b| term) is most of y's error, and b placed
+// so that every y is within a few fp32 steps of a bf16 midpoint. Calls of
+// more than one row take the weight terms made once a call (LeanTerms); a
+// library that left ab|b| out of them rounds some of these lanes wrong.
+TEST(CorrectRounding, NearTiesUnderCancellationMatchTheReference) {
+  const size_t rows = 4, cols = 896;
+  const std::vector<float> z = MakeRows(Family::kStdNormal, 1, cols, 13u);
+  std::vector<float> row(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    row[j] = static_cast<float>(HalfToDouble(Half::kBf16, RoundToBf16(z[j])));
+  }
+  const std::vector<double> xhat = XhatOf(SIMDNORM_LAYERNORM, row);
+  Rng rng(17);
+  std::vector<float> gamma(cols), beta(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    gamma[j] = static_cast<float>((100 + 900 * rng.Uniform()) *
+                                  (rng.Uniform() < 0.5 ? -1 : 1));
+    const double target = (0.5 + 3 * rng.Uniform()) * (j % 2 ? -1 : 1);
+    const uint16_t b = RoundToHalf(Half::kBf16, std::fabs(target));
+    const double mid = std::copysign(
+        (HalfToDouble(Half::kBf16, b) + HalfToDouble(Half::kBf16, b + 1)) / 2,
+        target);
+    beta[j] = static_cast<float>(mid - xhat[j] * gamma[j]);
+  }
+  std::vector<float> x;
+  for (size_t r = 0; r < rows; ++r) x.insert(x.end(), row.begin(), row.end());
+  Inputs in;
+  in.kind = SIMDNORM_LAYERNORM;
+  in.x_type = SIMDNORM_BF16;
+  in.y_type = SIMDNORM_BF16;
+  in.p_type = SIMDNORM_F32;
+  in.rows = rows;
+  in.cols = cols;
+  in.x = Store(in.x_type, x);
+  in.gamma = Store(in.p_type, gamma);
+  in.beta = Store(in.p_type, beta);
+  ExpectOracle(in, ExpectSameBytesOnEveryIsa(in));
+}
+
 // v on a bf16 midpoint, within ~0.01 of v's last fp32 place, where v = t
 // = x * s in Hugging Face's order and v = y = x * s * g by default: eps is
 // chosen so that s = 1 / sqrt(mean(x^2) + eps) puts one element's v there
@@ -628,18 +685,7 @@ TEST(CorrectRounding, NearTiesOfRealRows) {
     for (simdnorm_dtype yt : {SIMDNORM_BF16, SIMDNORM_F16}) {
       const Half h = HalfOf(yt);
       const std::vector<float> x = MakeRows(Family::kStdNormal, 1, cols, 3u);
-      // xhat of the row, from the float64 reference.
-      simdnorm_desc d = {};
-      d.kind = kind;
-      d.rows = 1;
-      d.cols = cols;
-      d.x = x.data();
-      d.eps = 1e-5f;
-      std::vector<float> unused(cols);
-      d.y = unused.data();
-      std::vector<double> out(cols), xhat(cols);
-      ASSERT_EQ(simdnorm::reference_f64(&d, sizeof(d), out.data(), xhat.data()),
-                simdnorm::Status::kOk);
+      const std::vector<double> xhat = XhatOf(kind, x);
       Rng rng(11);
       for (size_t r = 0; r < rows; ++r) {
         std::vector<float> gamma(cols);
