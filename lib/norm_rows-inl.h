@@ -2930,8 +2930,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
                (kAnyBeta ? FiniteWeights(w.beta, n) : w.beta == nullptr);
   }
   // LayerNorm's lean weight terms where both ends round by hardware
-  // (LeanTerms), in scratch: with them on this frame's stack (16 KB more),
-  // one-row calls, which do not make them, ran 0.93-0.96x.
+  // (LeanTerms), in scratch (not this frame's stack: one-row calls, which
+  // do not make them, need no more stack than before).
   if constexpr (kLayerNorm && kHardwareEnds<decltype(df), TY>) {
     if (w.finite && !w.round && row_end - row_begin > 1) {
       const size_t paired_end = n / (2 * hn::Lanes(df)) * (2 * hn::Lanes(df));
