@@ -1909,6 +1909,16 @@ inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
 inline constexpr float kLeanAg = 0x1p-30f;
 inline constexpr float kLeanAb = HWY_NATIVE_FMA ? 0x1.cp-23f : 0x1.ap-22f;
 
+// The weight terms ag|g| + ab|b| + kYFloor of LayerNorm's lean bound, by
+// the same fp32 operations wherever they are made (LeanTerms' table holds
+// for a row because rounding is monotone in ag and ab).
+template <class DF>
+HWY_INLINE hn::Vec<DF> WeightTerms(DF df, hn::Vec<DF> ag, hn::Vec<DF> ab,
+                                   hn::Vec<DF> g, hn::Vec<DF> b) {
+  return hn::MulAdd(ag, hn::Abs(g),
+                    hn::MulAdd(ab, hn::Abs(b), hn::Set(df, kYFloor)));
+}
+
 inline bool LeanTermsHold(const YBound& yb) {
   return yb.ag <= kLeanAg && yb.ab <= kLeanAb;
 }
@@ -1923,16 +1933,12 @@ HWY_INLINE void LeanTerms(DF df, const Weights<TP>& w, size_t paired_end,
   constexpr At kB = kPaired ? At::kPairB : At::kFull;
   const size_t N = hn::Lanes(df);
   const auto ag = hn::Set(df, kLeanAg), ab = hn::Set(df, kLeanAb);
-  const auto floor = hn::Set(df, kYFloor);
-  const auto of = [&](hn::Vec<DF> g, hn::Vec<DF> b) {
-    return hn::MulAdd(ag, hn::Abs(g), hn::MulAdd(ab, hn::Abs(b), floor));
-  };
   for (size_t i = 0; i < paired_end; i += 2 * N) {
     hn::Vec<DF> g, b;
     WeightsAt<kA>(df, w, i, 0, g, b);
-    hn::StoreU(of(g, b), df, terms + i);
+    hn::StoreU(WeightTerms(df, ag, ab, g, b), df, terms + i);
     WeightsAt<kB>(df, w, kPaired ? i : i + N, 0, g, b);
-    hn::StoreU(of(g, b), df, terms + i + N);
+    hn::StoreU(WeightTerms(df, ag, ab, g, b), df, terms + i + N);
   }
 }
 
@@ -1965,8 +1971,7 @@ HWY_INLINE hn::Vec<DF> LeanBoundAt(DF df, const TX* HWY_RESTRICT x,
         df, w.lean_terms + (kAt == At::kPairB ? i + hn::Lanes(df) : i));
   } else if constexpr (kLayerNorm) {
     t = hn::MulAdd(hn::Sub(xv, m), mul, add);
-    weights = hn::MulAdd(vag, hn::Abs(g),
-                         hn::MulAdd(vab, hn::Abs(b), hn::Set(df, kYFloor)));
+    weights = WeightTerms(df, vag, vab, g, b);
   } else {  // ag = 0: beta = add = 0
     (void)m;
     (void)add;
