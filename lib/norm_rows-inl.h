@@ -375,7 +375,7 @@ struct Weights {
   bool tame_gamma = false;  // TameGamma: TameChunk may run
   float tame_min_g = 0.0f;  // then the smallest nonzero |g| (1: no gamma)
   const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
-  bool finite = false;  // LeanChunk may round both ends by hardware
+  bool hardware_ends = false;  // LeanChunk may round both ends by hardware
   // LayerNorm's lean bound's weight terms, made once a call (LeanTerms).
   const float* lean_terms = nullptr;
 };
@@ -1305,10 +1305,13 @@ HWY_NOINLINE void SumsF64(DF df, const TX* HWY_RESTRICT x, size_t n, float k,
 // Whether a row's first vector (its first N elements or fewer) shares a
 // sign (not 0): nearly every row whose |mean| is several deviations does
 // (at 4 deviations, 995 in 1000 with N = 16), a zero-mean one in 2^(N-1).
+// A whole first vector is loaded as it is: LoadTailF's copy, read back at
+// once, stalls store-to-load forwarding (~10 ns a row on Zen 5).
 template <class DF, typename TX>
 HWY_INLINE bool LeadSharesSign(DF df, const TX* x, size_t n) {
   const size_t count = HWY_MIN(n, hn::Lanes(df));
-  const auto v = LoadTailF(df, x, count);
+  const auto v =
+      count == hn::Lanes(df) ? LoadF(df, x) : LoadTailF(df, x, count);
   const auto outside = hn::Not(hn::FirstN(df, count));
   return hn::AllTrue(df, hn::Or(outside, hn::Gt(v, hn::Zero(df)))) ||
          hn::AllTrue(df, hn::Or(outside, hn::Lt(v, hn::Zero(df))));
@@ -1493,6 +1496,16 @@ struct RowBound {
   float alpha, beta;
 };
 
+// The float next to a finite nonzero m toward zero (std::nextafter without
+// the call into libm): one unit less of its magnitude's bits.
+inline float NextTowardZero(float m) {
+  uint32_t bits;
+  std::memcpy(&bits, &m, sizeof(bits));
+  --bits;
+  std::memcpy(&m, &bits, sizeof(bits));
+  return m;
+}
+
 // `nudge` (rows of nonzero variance, which may take the lean loop): where
 // the mean is exact in fp32 and not 0, the shift is moved one ulp toward
 // zero, so that add is not 0. With add = 0 a row
@@ -1514,7 +1527,7 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
     m = mean;
     double km = st.k - static_cast<double>(m);
     if (nudge && km + st.c == 0.0 && m != 0.0f) {
-      m = std::nextafter(m, 0.0f);
+      m = NextTowardZero(m);
       km = st.k - static_cast<double>(m);
     }
     c = km + st.c;
@@ -1923,23 +1936,44 @@ inline bool LeanTermsHold(const YBound& yb) {
   return yb.ag <= kLeanAg && yb.ab <= kLeanAb;
 }
 
+// Whether the bits of v's lanes (e >= 0, or NaN) are all those of finite
+// values (below +inf's; a NaN's are above, whatever its sign), with top
+// the largest bits of every such v (MaxBits).
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MaxBits(
+    DF df, hn::Vec<hn::RebindToUnsigned<DF>> top, hn::Vec<DF> v) {
+  (void)df;
+  return hn::Max(top, hn::BitCast(hn::RebindToUnsigned<DF>(), v));
+}
+template <class DU>
+HWY_INLINE bool FiniteBits(DU du, hn::Vec<DU> top) {
+  return hn::AllTrue(du, hn::Lt(top, hn::Set(du, 0x7F800000u)));
+}
+
 // The terms of elements [0, paired_end) of a row, 2N at a time as
-// LeanBound2N reads them: vector a's at i, vector b's at i + N.
+// LeanBound2N reads them: vector a's at i, vector b's at i + N. Whether
+// they are all finite, as they are exactly where gamma and beta are.
 template <class DF, typename TX, typename TY, typename TP>
-HWY_INLINE void LeanTerms(DF df, const Weights<TP>& w, size_t paired_end,
+HWY_INLINE bool LeanTerms(DF df, const Weights<TP>& w, size_t paired_end,
                           float* HWY_RESTRICT terms) {
   constexpr bool kPaired = kPairs<TX, TY, TP>;
   constexpr At kA = kPaired ? At::kPairA : At::kFull;
   constexpr At kB = kPaired ? At::kPairB : At::kFull;
+  const hn::RebindToUnsigned<DF> du;
   const size_t N = hn::Lanes(df);
   const auto ag = hn::Set(df, kLeanAg), ab = hn::Set(df, kLeanAb);
+  auto top = hn::Zero(du);
   for (size_t i = 0; i < paired_end; i += 2 * N) {
     hn::Vec<DF> g, b;
     WeightsAt<kA>(df, w, i, 0, g, b);
-    hn::StoreU(WeightTerms(df, ag, ab, g, b), df, terms + i);
+    const auto ta = WeightTerms(df, ag, ab, g, b);
     WeightsAt<kB>(df, w, kPaired ? i : i + N, 0, g, b);
-    hn::StoreU(WeightTerms(df, ag, ab, g, b), df, terms + i + N);
+    const auto tb = WeightTerms(df, ag, ab, g, b);
+    hn::StoreU(ta, df, terms + i);
+    hn::StoreU(tb, df, terms + i + N);
+    top = MaxBits(df, MaxBits(df, top, ta), tb);
   }
+  return FiniteBits(du, top);
 }
 
 // One vector of a checked row (without Hugging Face's rounding): its
@@ -2123,16 +2157,21 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
   const auto vab = hn::Set(df, yb.ab);
   uint64_t flagged = 0;
 #if SIMDNORM_AVX512BF16 || SIMDNORM_HW_F16
-  // 16-bit y with finite weights (`finite`): both ends of each lane rounded
+  // 16-bit y (`hardware_ends`): both ends of each lane rounded
   // by the hardware (StoreIfAlike: VCVTNE2PS2BF16 for bf16, ~10 operations
   // per 2N fewer than two RoundsAlikeBF16 and the packing; VCVTPS2PH for
   // f16, where RoundsClear takes ~15 per vector). e >= kYFloor = 2^-111 on
   // every lane, except an uncentered kind's x = 0, whose y is an exact +-0
-  // then (no beta) and e = 0 (-0's ends are -0 and +0: decided again); a
-  // NaN y needs a NaN weight. DecideChunk stores its group again (a tie at
-  // a low end rounds to even here).
+  // then (no beta) and e = 0 (-0's ends are -0 and +0: decided again). With
+  // finite weights y is not NaN, and an inf y has a NaN end. So the weights
+  // must be finite: LeanTerms' table is where they are (kTerms), and
+  // without it the loop keeps the bounds' largest bits (MaxBits), which are
+  // not finite in any lane whose weights are not (ag|g| and ab|b| are inf
+  // or NaN there; an uncentered kind's x = 0 has y = 0 * g + b, NaN then):
+  // then every group of the chunk goes to DecideChunk, which stores it again
+  // as the software ends round it (a tie at a low end rounds to even here).
   if constexpr (kHardwareEnds<DF, TY>) {
-    if (w.finite) {
+    if (w.hardware_ends) {
       constexpr bool kPaired = kPairs<TX, TY, TP>;
       // Software-pipelined: the next 2N's results and bounds come before
       // this 2N's ends, conversions and compare in program order, so that
@@ -2141,6 +2180,8 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
       // 1.02x on bf16 LayerNorm at 64 x 896 (session 33).
       const auto loop = [&](auto terms) {
         constexpr bool kTerms = decltype(terms)::value;
+        const hn::RebindToUnsigned<DF> du;
+        auto top = hn::Zero(du);  // the bounds' largest bits (no table)
         hn::Vec<DF> va, vb, ea, eb;
         const auto bounds = [&](size_t i) {
           LeanBound2N<kLayerNorm, DF, TX, TY, TP, kTerms>(
@@ -2151,6 +2192,7 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
           if (HWY_UNLIKELY(!StoreIfAlike<kPaired>(df, a, a_e, b, b_e, y + i))) {
             flagged |= uint64_t{1} << ((i - begin) / FlagGroup(df));
           }
+          if constexpr (!kTerms) top = MaxBits(df, MaxBits(df, top, a_e), b_e);
         };
         size_t i = begin;
         bounds(i);
@@ -2160,6 +2202,10 @@ HWY_NOINLINE uint64_t LeanChunk(DF df, const TX* HWY_RESTRICT x,
           store(i, a, b, a_e, b_e);
         }
         store(i, va, vb, ea, eb);
+        if (!kTerms && HWY_UNLIKELY(!FiniteBits(du, top))) {
+          const size_t groups = (end - begin - 1) / FlagGroup(df) + 1;
+          return groups == 64 ? ~uint64_t{0} : (uint64_t{1} << groups) - 1;
+        }
         return flagged;
       };
       if constexpr (kLayerNorm) {
@@ -2315,36 +2361,6 @@ HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
   return true;
 }
 #endif
-
-// Whether no weight of p[0, n) is NaN or infinite (true for null): their
-// magnitudes' bits at most the largest finite value's.
-template <typename TP>
-HWY_INLINE bool FiniteWeights(const TP* p, size_t n) {
-  if (p == nullptr) return true;
-  using TU = std::conditional_t<sizeof(TP) == 2, uint16_t, uint32_t>;
-  constexpr TU kAbs = static_cast<TU>(sizeof(TP) == 2 ? 0x7FFFu : 0x7FFFFFFFu);
-  constexpr TU kMax = static_cast<TU>(std::is_same_v<TP, bf16_t> ? 0x7F7Fu
-                                      : sizeof(TP) == 2          ? 0x7BFFu
-                                                                 : 0x7F7FFFFFu);
-  const hn::ScalableTag<TU> du;
-  const TU* u = reinterpret_cast<const TU*>(p);
-  const size_t N = hn::Lanes(du);
-  const auto abs = hn::Set(du, kAbs);
-  // The largest magnitude's bits, in vectors (as TameGamma).
-  auto hi0 = hn::Zero(du), hi1 = hi0;
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    hi0 = hn::Max(hi0, hn::And(hn::LoadU(du, u + i), abs));
-    hi1 = hn::Max(hi1, hn::And(hn::LoadU(du, u + i + N), abs));
-  }
-  if (!hn::AllFalse(du, hn::Lt(hn::Set(du, kMax), hn::Max(hi0, hi1)))) {
-    return false;
-  }
-  for (; i < n; ++i) {
-    if ((u[i] & kAbs) > kMax) return false;
-  }
-  return true;
-}
 
 // K for v made from a scale rounded to fp32 from r (relative error er) and
 // `roundings` fp32 products (v = x * mul, Hugging Face's t: 1; y = x * mul
@@ -2925,24 +2941,27 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       w.tame_min_g = 1.0f;
     }
   }
-  // Weights that make LeanChunk round both ends by hardware. bf16: the
+  // Weights that let LeanChunk round both ends by hardware. bf16: the
   // uncentered kinds without beta only (with beta, x = 0 has y = beta, and
   // a subnormal beta's ends would flush to zero and agree); f16 converts
-  // subnormals exactly.
+  // subnormals exactly. Weights that are not finite are not scanned for
+  // (two passes over gamma and beta: ~13 % of a one-row call at 896):
+  // LeanTerms' table is finite only where they are, and LeanChunk's loop
+  // without it sends a chunk whose bounds are not to the decisions.
   if constexpr (kHardwareEnds<decltype(df), TY>) {
     constexpr bool kAnyBeta = kLayerNorm || std::is_same_v<TY, f16_t>;
-    w.finite = !w.has_offset && FiniteWeights(w.gamma, n) &&
-               (kAnyBeta ? FiniteWeights(w.beta, n) : w.beta == nullptr);
+    w.hardware_ends = !w.has_offset && (kAnyBeta || w.beta == nullptr);
   }
   // LayerNorm's lean weight terms where both ends round by hardware
   // (LeanTerms), in scratch (not this frame's stack: one-row calls, which
   // do not make them, need no more stack than before).
   if constexpr (kLayerNorm && kHardwareEnds<decltype(df), TY>) {
-    if (w.finite && !w.round && row_end - row_begin > 1) {
+    if (w.hardware_ends && !w.round && row_end - row_begin > 1) {
       const size_t paired_end = n / (2 * hn::Lanes(df)) * (2 * hn::Lanes(df));
       float* terms = memory.emplace().TakeUninitialized<float>(paired_end);
-      LeanTerms<decltype(df), TX, TY>(df, w, paired_end, terms);
-      w.lean_terms = terms;
+      if (LeanTerms<decltype(df), TX, TY>(df, w, paired_end, terms)) {
+        w.lean_terms = terms;
+      }
     }
   }
   constexpr size_t kRowRoom = kCheckedScratchBytes / sizeof(TX);
@@ -2965,8 +2984,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const bool want_min = w.tame_gamma;
   float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
   bool has_ahead = false;
-  // The bound model of UncenteredStatsF32's sums, the same for every row.
-  const internal::SumModel f32_sums = internal::Fp32Sums(n, kSumsF32Depth<TX>);
+  // The bound model of UncenteredStatsF32's sums (uncentered kinds), the
+  // same for every row.
+  const internal::SumModel f32_sums =
+      kLayerNorm ? internal::SumModel{}
+                 : internal::Fp32Sums(n, kSumsF32Depth<TX>);
   for (size_t r = row_begin; r < row_end; ++r) {
     const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
