@@ -219,7 +219,12 @@ void TimeRunners(std::vector<Runner>* runners, const Options& s, size_t threads,
     for (size_t k = 0; k < n; ++k) {
       Runner& r = (*runners)[(rep + k) % n];  // rotate the order every round
       if (!r.result.error.empty()) continue;
-      r.run(1);  // untimed: what the previous runner left is paid here
+      // Untimed, a whole batch: after a peer's batch the next runner's
+      // first milliseconds ran slower (Zen 5, 4096 rows of 896: 0.66-0.82
+      // ms a call, 0.48-0.57 in the batch after; one untimed call or three
+      // did not absorb it), and the rotation keeps each runner's
+      // predecessor, so the first ISA trailed the second by 8-20 %.
+      r.run(r.calls_per_batch);
       const double t = TimeNs(r.run, r.calls_per_batch);
       r.samples.push_back(t / static_cast<double>(r.calls_per_batch));
       Settle(threads, r.result.type);
