@@ -1936,9 +1936,10 @@ inline bool LeanTermsHold(const YBound& yb) {
   return yb.ag <= kLeanAg && yb.ab <= kLeanAb;
 }
 
-// Whether the bits of v's lanes (e >= 0, or NaN) are all those of finite
-// values (below +inf's; a NaN's are above, whatever its sign), with top
-// the largest bits of every such v (MaxBits).
+// MaxBits raises top to the bits of v's lanes as unsigned integers, and
+// FiniteBits says whether all it saw were those of finite values: for v >=
+// 0 or NaN (the bounds e), a NaN's bits, whatever its sign, lie above
+// +inf's, and every finite v's below.
 template <class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> MaxBits(
     DF df, hn::Vec<hn::RebindToUnsigned<DF>> top, hn::Vec<DF> v) {
