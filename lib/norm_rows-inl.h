@@ -1305,13 +1305,10 @@ HWY_NOINLINE void SumsF64(DF df, const TX* HWY_RESTRICT x, size_t n, float k,
 // Whether a row's first vector (its first N elements or fewer) shares a
 // sign (not 0): nearly every row whose |mean| is several deviations does
 // (at 4 deviations, 995 in 1000 with N = 16), a zero-mean one in 2^(N-1).
-// A whole first vector is loaded as it is: LoadTailF's copy, read back at
-// once, stalls store-to-load forwarding (~10 ns a row on Zen 5).
 template <class DF, typename TX>
 HWY_INLINE bool LeadSharesSign(DF df, const TX* x, size_t n) {
   const size_t count = HWY_MIN(n, hn::Lanes(df));
-  const auto v =
-      count == hn::Lanes(df) ? LoadF(df, x) : LoadTailF(df, x, count);
+  const auto v = LoadTailF(df, x, count);
   const auto outside = hn::Not(hn::FirstN(df, count));
   return hn::AllTrue(df, hn::Or(outside, hn::Gt(v, hn::Zero(df)))) ||
          hn::AllTrue(df, hn::Or(outside, hn::Lt(v, hn::Zero(df))));
