@@ -2970,12 +2970,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if (!heap_scratch) heap_scratch.reset(new TX[n]);
     return heap_scratch.get();
   };
-  // Uncentered kinds: the next row's fp32 statistics are made before row r
-  // is written, so that their square root, division and bounds (a chain of
-  // ~40 ns) overlap the writing (1.08x at hidden 896 in the default order,
-  // 1.15x at 128; LayerNorm's double sums, a longer loop, gained nothing:
-  // 0.97-0.99x). Only without a residual, where rows read x as it is (no
-  // row of y but an exact alias overlaps x).
+  // The next row's statistics are made before row r is written, so that
+  // their square root, divisions and bounds (a chain of ~20-40 ns) overlap
+  // the writing: the uncentered kinds' fp32 ones (`ahead`; 1.08x at hidden
+  // 896 in the default order, 1.15x at 128), and the double ones of rows
+  // that take no fp32 statistics (`ahead64`: LayerNorm, f16 and int8 y;
+  // 1.02-1.05x at 64 x 896, 1.03x at 448 x 128, session 35). Only without
+  // a residual, where rows read x as it is (no row of y but an exact alias
+  // overlaps x).
   internal::RowStats ahead{};
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
   // leave out its test of tiny t or v (TinyV).
@@ -2987,6 +2989,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const internal::SumModel f32_sums =
       kLayerNorm ? internal::SumModel{}
                  : internal::Fp32Sums(n, kSumsF32Depth<TX>);
+  // Rows whose first statistics are fp32 (UncenteredStatsF32).
+  constexpr bool kStatsF32 =
+      !std::is_same_v<TY, int8_t> && !kLayerNorm && !std::is_same_v<TY, f16_t>;
+  internal::RowStats ahead64{};
+  bool has_ahead64 = false;
   for (size_t r = row_begin; r < row_end; ++r) {
     const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
@@ -3025,7 +3032,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
     };
-    if constexpr (!kQuant && !kLayerNorm && !std::is_same_v<TY, f16_t>) {
+    if constexpr (kStatsF32) {
       float min_x = ahead_min_x;
       const internal::RowStats st =
           has_ahead ? ahead
@@ -3046,7 +3053,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       }
       has_ahead = false;
     }
-    const internal::RowStats st = StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
+    const internal::RowStats st =
+        has_ahead64 ? ahead64 : StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
+    has_ahead64 = !kStatsF32 && a.residual == nullptr && r + 1 < row_end;
+    if (has_ahead64) {
+      ahead64 = StatsF64<kLayerNorm>(
+          df, static_cast<const TX*>(a.x) + (r + 1) * a.x_stride, n, a.eps,
+          a.kind);
+    }
     SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);
