@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "lib/dyadic.h"
@@ -247,7 +248,7 @@ class FloatSums {
 
 const ExactSums& Exact(const CrRow& row, CrCache& cache) {
   if (!cache.has_exact && cache.given) {  // GivenMoments' row
-    ExactSums* e = &cache.exact;
+    ExactSums* e = new (cache.exact_room) ExactSums();
     e->n = Dyadic::FromDouble(1.0);
     e->s = Dyadic::FromDouble(cache.mean);
     e->q = Dyadic();  // unused: d is given
@@ -255,7 +256,7 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
     cache.has_exact = true;
   }
   if (!cache.has_exact) {
-    ExactSums* e = &cache.exact;
+    ExactSums* e = new (cache.exact_room) ExactSums();
     e->n = Dyadic::FromDouble(static_cast<double>(row.n));
     // Run by run, as RowElement indexes them.
     FloatSums sums;
@@ -274,7 +275,7 @@ const ExactSums& Exact(const CrRow& row, CrCache& cache) {
                                        Dyadic::FromDouble(row.eps));
     cache.has_exact = true;
   }
-  return cache.exact;
+  return *std::launder(reinterpret_cast<ExactSums*>(cache.exact_room));
 }
 
 // xhat_j = p0 / sqrt(d) exactly: p0 = n (x - center) (n x - S for centered
