@@ -366,8 +366,8 @@ HWY_NOINLINE void ChannelGradSums(DF df, const TX* x, const TDY* dy,
           hwy::Prefetch(xp + 32 * stride);
           hwy::Prefetch(dp + 32 * stride);
         }
-        const auto xv = count == N ? LoadF(df, xp) : LoadTailF(df, xp, count);
-        const auto dv = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
+        const auto xv = LoadTailF(df, xp, count);
+        const auto dv = LoadTailF(df, dp, count);
         const auto xhat = XhatOf(xv, s, m, mul, add);
         sum1 = hn::Add(sum1, dv);
         sum2 = hn::MulAdd(dv, xhat, sum2);
@@ -425,9 +425,9 @@ HWY_NOINLINE void ApplyGradNhwc(DF df, const TX* x, const TDY* dy,
           if constexpr (kTraining || kSums) hwy::Prefetch(xp + 32 * stride);
           hwy::Prefetch(dp + 32 * stride);
         }
-        auto v = count == N ? LoadF(df, dp) : LoadTailF(df, dp, count);
+        auto v = LoadTailF(df, dp, count);
         if constexpr (kTraining || kSums) {
-          const auto xv = count == N ? LoadF(df, xp) : LoadTailF(df, xp, count);
+          const auto xv = LoadTailF(df, xp, count);
           const auto xhat = XhatOf(xv, s, m, mul, add);
           if constexpr (kSums) {
             sum1 = hn::Add(sum1, v);

@@ -681,7 +681,7 @@ HWY_NOINLINE void ApplyNhwcCheckedAs(DF df, const TX* x, size_t x_stride, TY* y,
           }
         }
 #endif
-        const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
+        const auto xv = LoadTailF(df, xr, count);
         const auto clear =
             hn::Or(UnitVector<kLean, TY>(df, xv, m, mul, add, alpha, beta, w0,
                                          g, b, v),

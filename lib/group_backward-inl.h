@@ -357,8 +357,8 @@ HWY_INLINE void NhwcGradSums(DF df, const TX* x, const float* dy, size_t c,
     for (size_t p = p0; p < p1; ++p) {
       const TX* xr = x + p * c + j;
       const float* dr = dy + (p - p0) * c + j;
-      const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
-      const auto dv = count == N ? LoadF(df, dr) : LoadTailF(df, dr, count);
+      const auto xv = LoadTailF(df, xr, count);
+      const auto dv = LoadTailF(df, dr, count);
       const auto xhat = XhatOf(xv, s, m, mul, add);
       sum1 = hn::Add(sum1, dv);
       sum2 = hn::MulAdd(dv, xhat, sum2);
@@ -414,9 +414,8 @@ HWY_INLINE void NhwcGradApply(DF df, const TX* x, const float* dy, float* dx,
     for (size_t p = p0; p < p1; ++p) {
       const TX* xr = x + p * c + j;
       const size_t at = (p - p0) * c + j;
-      const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
-      const auto dv =
-          count == N ? LoadF(df, dy + at) : LoadTailF(df, dy + at, count);
+      const auto xv = LoadTailF(df, xr, count);
+      const auto dv = LoadTailF(df, dy + at, count);
       const auto xhat = XhatOf(xv, s, m, mul, add);
       const auto tv = hn::NegMulAdd(xhat, cv, hn::Sub(hn::Mul(dv, g), a));
       const auto v = hn::IfThenElse(nan, qnan, hn::Mul(hn::Mul(tv, r), p2v));

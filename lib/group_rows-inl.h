@@ -621,7 +621,7 @@ HWY_NOINLINE void ApplyNhwc(DF df, const TX* x, TY* y, size_t c, size_t stride,
         const TX* xr = x + p * stride + j;
         TY* yr = y + p * stride + j;
         if (p + 32 < rows) hwy::Prefetch(xr + 32 * stride);
-        const auto xv = count == N ? LoadF(df, xr) : LoadTailF(df, xr, count);
+        const auto xv = LoadTailF(df, xr, count);
         const auto v = hn::IfThenElse(
             nan, qnan, GroupResult(df, xv, s, m, mul, add, gv, bv));
         if (count == N) {

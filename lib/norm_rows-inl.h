@@ -1433,8 +1433,7 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
     // Up to 3 whole vectors and a partial one (zero-padded) are left.
     for (size_t c = 0; i < block_end; ++c) {
       const size_t count = block_end - i < N ? block_end - i : N;
-      const auto v =
-          count == N ? LoadF(df, x + i) : LoadTailF(df, x + i, count);
+      const auto v = LoadTailF(df, x + i, count);
       if (c == 0) {  // separate variables: SVE's vectors are sizeless
         q0 = hn::MulAdd(v, v, q0);
       } else if (c == 1) {
