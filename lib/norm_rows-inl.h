@@ -2969,14 +2969,13 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if (!heap_scratch) heap_scratch.reset(new TX[n]);
     return heap_scratch.get();
   };
-  // The next row's statistics are made before row r is written, so that
-  // their square root, divisions and bounds (a chain of ~20-40 ns) overlap
-  // the writing: the uncentered kinds' fp32 ones (`ahead`; 1.08x at hidden
-  // 896 in the default order, 1.15x at 128), and the double ones of rows
-  // that take no fp32 statistics (`ahead64`: LayerNorm, f16 and int8 y;
-  // 1.02-1.05x at 64 x 896, 1.03x at 448 x 128, session 35). Only without
-  // a residual, where rows read x as it is (no row of y but an exact alias
-  // overlaps x).
+  // The next row's statistics (`ahead`) are made before row r is written,
+  // so that their square root, divisions and bounds overlap the writing:
+  // the fp32 ones of the rows that take them first (kStatsF32; 1.08x at
+  // hidden 896 in the default order, 1.15x at 128), else the double ones
+  // (LayerNorm, f16 and int8 y; 1.02-1.05x at 64 x 896, 1.03x at 448 x 128,
+  // session 35). Only without a residual, where rows read x as it is (no
+  // row of y but an exact alias overlaps x).
   internal::RowStats ahead{};
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
   // leave out its test of tiny t or v (TinyV).
@@ -2991,10 +2990,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // Rows whose first statistics are fp32 (UncenteredStatsF32).
   constexpr bool kStatsF32 =
       !std::is_same_v<TY, int8_t> && !kLayerNorm && !std::is_same_v<TY, f16_t>;
-  internal::RowStats ahead64{};
-  bool has_ahead64 = false;
+  const auto x_of = [&](size_t r) {
+    return static_cast<const TX*>(a.x) + r * a.x_stride;
+  };
   for (size_t r = row_begin; r < row_end; ++r) {
-    const TX* x = static_cast<const TX*>(a.x) + r * a.x_stride;
+    const TX* x = x_of(r);
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
     TX* sum = a.sum_out ? static_cast<TX*>(a.sum_out) + r * a.sum_out_stride
                         : nullptr;
@@ -3043,22 +3043,20 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
         SaveStats(a, r, 0.0, st.v);
         LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
         if (has_ahead) {
-          ahead = UncenteredStatsF32(
-              df, static_cast<const TX*>(a.x) + (r + 1) * a.x_stride, n, a.eps,
-              a.kind, f32_sums, want_min, &ahead_min_x);
+          ahead = UncenteredStatsF32(df, x_of(r + 1), n, a.eps, a.kind,
+                                     f32_sums, want_min, &ahead_min_x);
         }
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
       }
       has_ahead = false;
     }
+    // (kStatsF32: has_ahead is false here, its fp32 statistics refused.)
     const internal::RowStats st =
-        has_ahead64 ? ahead64 : StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
-    has_ahead64 = !kStatsF32 && a.residual == nullptr && r + 1 < row_end;
-    if (has_ahead64) {
-      ahead64 = StatsF64<kLayerNorm>(
-          df, static_cast<const TX*>(a.x) + (r + 1) * a.x_stride, n, a.eps,
-          a.kind);
+        has_ahead ? ahead : StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
+    has_ahead = !kStatsF32 && a.residual == nullptr && r + 1 < row_end;
+    if (has_ahead) {
+      ahead = StatsF64<kLayerNorm>(df, x_of(r + 1), n, a.eps, a.kind);
     }
     SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
