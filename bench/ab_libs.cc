@@ -3,7 +3,7 @@
 //   simdnorm_ab_libs OLD.so NEW.so [kind=rmsnorm] [dtype=bf16] [rows=64]
 //       [cols=896] [offset=0] [yoffset=OFFSET] [woffset=OFFSET] [batches=100]
 //       [flags=0] [isa=NAME] [param=f32|bf16|f16] [weights=yes|none]
-//       [residual=no|yes]
+//       [residual=no|yes] [saved=no|yes]
 //
 // offset: bytes past a 64-byte line of x, gamma and beta (and y, unless
 // yoffset gives y's; gamma and beta, unless woffset gives theirs). Both
@@ -15,7 +15,8 @@
 // two copies of one build measure 1.00-1.01x this way, where separate processes
 // differ by up to 30 %. kind: layernorm (with gamma and beta), rmsnorm, l2norm
 // (gamma; weights=none: neither gamma nor beta; residual=yes: the fused
-// add, h = x + residual to sum_out, which is compared too); dtype: f32, bf16 or
+// add, h = x + residual to sum_out, which is compared too; saved=yes: the
+// forward also writes mean_out and rstd_out, compared too); dtype: f32, bf16 or
 // f16 for x, y and the weights, or X:Y for x and y apart (the weights X's
 // unless param gives theirs); flags: simdnorm_desc.flags (e.g. 1 =
 // SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING). kind KIND-backward
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
       {"cols", "896"},     {"offset", "0"},   {"batches", "100"},
       {"yoffset", ""},     {"flags", "0"},    {"isa", ""},
       {"param", ""},       {"woffset", ""},   {"weights", "yes"},
-      {"residual", "no"}};
+      {"residual", "no"},  {"saved", "no"}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -244,6 +245,11 @@ int main(int argc, char** argv) {
   Buffer h0(rows * cols * elem, offset), h1(rows * cols * elem, offset);
   unsigned char* hs[2] = {h0.p, h1.p};
   if (opt["residual"] == "yes") d.residual = dy.p;
+  // saved=yes: each build's saved statistics (mean_out, rstd_out).
+  const bool with_saved = opt["saved"] == "yes" && !backward;
+  Buffer saved0(2 * rows * 4, 0), saved1(2 * rows * 4, 0);
+  float* saves[2] = {reinterpret_cast<float*>(saved0.p),
+                     reinterpret_cast<float*>(saved1.p)};
   d.eps = 1e-6f;
   d.max_threads = 1;
   d.flags = static_cast<unsigned>(std::stoul(opt["flags"]));
@@ -289,6 +295,10 @@ int main(int argc, char** argv) {
   const auto run = [&](int w, int iters) {
     d.y = outs[w];
     if (d.residual != nullptr) d.sum_out = hs[w];
+    if (with_saved) {
+      d.mean_out = saves[w];
+      d.rstd_out = saves[w] + rows;
+    }
     gd.y = outs[w];
     nd.y = outs[w];
     bd.dx = outs[w];
@@ -324,7 +334,8 @@ int main(int argc, char** argv) {
   }
   const bool same = std::memcmp(y0.p, y1.p, out) == 0 &&
                     std::memcmp(h0.p, h1.p, rows * cols * elem) == 0 &&
-                    std::memcmp(sums0.p, sums1.p, 2 * cols * 4) == 0;
+                    std::memcmp(sums0.p, sums1.p, 2 * cols * 4) == 0 &&
+                    std::memcmp(saved0.p, saved1.p, 2 * rows * 4) == 0;
   std::printf(
       "%s %s rows %zu cols %zu offset %zu flags %u isa %s: old min %.1f "
       "median %.1f, new min %.1f median %.1f ns/row; old/new min %.3f "
