@@ -134,15 +134,15 @@ inline bool SetShouldRecenter(const internal::RowStats& st) {
 template <class Sums>
 HWY_INLINE internal::RowStats StatsOfSet(size_t n, float eps, float k0,
                                          const Sums& sums) {
-  const internal::SumModel model = internal::DoubleSums(n);
+  const internal::StatsPlan plan =
+      internal::PlanStats(SIMDNORM_LAYERNORM, n, eps, internal::DoubleSums(n));
   double s, q;
   sums(k0, &s, &q);
-  internal::RowStats st =
-      internal::StatsFromSums(SIMDNORM_LAYERNORM, n, eps, k0, s, q, model);
+  internal::RowStats st = internal::StatsFromSums(plan, k0, s, q);
   if (SetShouldRecenter(st)) {
     const float k = static_cast<float>(st.k + st.c);
     sums(k, &s, &q);
-    st = internal::StatsFromSums(SIMDNORM_LAYERNORM, n, eps, k, s, q, model);
+    st = internal::StatsFromSums(plan, k, s, q);
   }
   return st;
 }

@@ -679,25 +679,38 @@ SumModel Fp32Sums(size_t n, int depth) {
   return SumModel{u32, g, g, floor};
 }
 
-RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
-                       double q, const SumModel& m) {
-  // 1/n is multiplied in, each such product two roundings.
-  const double nd = static_cast<double>(n), inv_n = 1.0 / nd;
-  // Upper bound of the sum of the computed squares (positive terms):
+StatsPlan PlanStats(int kind, size_t n, float eps, const SumModel& m) {
+  StatsPlan p;
+  p.kind = kind;
+  p.centered = IsCentered(kind);
+  p.scale_form = ScaleFormOf(kind);
+  p.nd = static_cast<double>(n);
+  p.inv_n = 1.0 / p.nd;  // multiplied in: each such product two roundings
+  p.eps = static_cast<double>(eps);
+  p.m = m;
   // 1 / (1 - g) <= 1 + 2g for g <= 1/2.
-  const double q1 = (q + m.floor_q) * (1 + 2 * m.gamma_q + 4 * kU);
+  p.q_up = 1 + 2 * m.gamma_q + 4 * kU;
+  p.g_sum = m.gamma_s + m.ud;
+  p.g_sq = m.gamma_q + 2.01 * m.ud;
+  return p;
+}
+
+RowStats StatsFromSums(const StatsPlan& p, double k, double s, double q) {
+  const SumModel& m = p.m;
+  const double nd = p.nd, inv_n = p.inv_n;
+  // Upper bound of the sum of the computed squares (positive terms).
+  const double q1 = (q + m.floor_q) * p.q_up;
   RowStats st{};
   // second = sum((x - center)^2) and a bound ds on its error.
   double second, ds;
-  if (IsCentered(kind)) {
+  if (p.centered) {
     st.k = k;
     // sum |d| / n <= sqrt(sum d^2 / n) (Cauchy-Schwarz).
     const double abs_mean = std::sqrt(q1 * inv_n) * (1 + 4 * kU);
     st.c = s * inv_n;
     // The sum's error, and each d's own rounding (|d - (x - k)| <= ud|d|).
-    st.dc =
-        (m.gamma_s + m.ud) * abs_mean * (1 + 4 * kU) + 3 * kU * std::fabs(st.c);
-    const double dq = (m.gamma_q + 2.01 * m.ud) * q1 + m.floor_q;
+    st.dc = p.g_sum * abs_mean * (1 + 4 * kU) + 3 * kU * std::fabs(st.c);
+    const double dq = p.g_sq * q1 + m.floor_q;
     const double mean_sq = q * inv_n;
     const double var = std::max(mean_sq - st.c * st.c, 0.0);
     const double dvar =
@@ -712,12 +725,12 @@ RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
   }
   st.v = second;
   st.dv = ds;
-  st.r = OpOf(kind)->scale(second, ds, nd, static_cast<double>(eps), &st.er);
+  st.r = OpOf(p.kind)->scale(second, ds, inv_n, p.eps, &st.er);
   return st;
 }
 
 bool ShouldRecenter(int kind, const RowStats& st) {
-  return IsCentered(kind) && st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-40);
+  return ShouldRecenter(IsCentered(kind), st);
 }
 
 RowStats RowStatsScalar(int kind, const void* x, simdnorm_dtype t, size_t n,

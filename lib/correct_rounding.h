@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "lib/dyadic.h"
+#include "lib/ops.h"
 #include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
@@ -47,13 +48,34 @@ SumModel DoubleSums(size_t n);
 // `depth` roundings per term, then added up in double.
 SumModel Fp32Sums(size_t n, int depth);
 
+// What StatsFromSums needs of a call beside a row's sums: the kind, n, eps,
+// the sums' model and the bound factors made of them alone, made once a
+// call (its rows share them; each was a division or a few products a row).
+struct StatsPlan {
+  int kind;
+  bool centered;
+  ScaleForm scale_form;   // ScaleFormOf(kind)
+  double nd, inv_n, eps;  // n, 1 / n rounded once, eps
+  SumModel m;
+  double q_up;   // 1 + 2 gamma_q + 4u: an upper bound of the squares' sum
+  double g_sum;  // gamma_s + ud: the sum's error and each d's rounding
+  double g_sq;   // gamma_q + 2.01 ud: the same for the squares
+};
+StatsPlan PlanStats(int kind, size_t n, float eps, const SumModel& m);
+
 // RowStats of a kind (simdnorm_kind) from sums over the n elements d = x -
 // k: s = sum d, q = sum d^2. Uncentered kinds: k = 0 and s unused.
-RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
-                       double q, const SumModel& m);
+RowStats StatsFromSums(const StatsPlan& p, double k, double s, double q);
+inline RowStats StatsFromSums(int kind, size_t n, float eps, double k, double s,
+                              double q, const SumModel& m) {
+  return StatsFromSums(PlanStats(kind, n, eps, m), k, s, q);
+}
 
 // Whether LayerNorm's shift k is so far from the mean that the variance
 // lost more than 2^-40 to cancellation: then k + c is the better shift.
+inline bool ShouldRecenter(bool centered, const RowStats& st) {
+  return centered && st.c != 0.0 && (st.er < 0.0 || st.er > 0x1p-40);
+}
 bool ShouldRecenter(int kind, const RowStats& st);
 
 // One row as the contract sees it (h = x + residual where there is one).

@@ -48,6 +48,7 @@
 #include "lib/correct_rounding.h"
 #include "lib/kernel_table.h"
 #include "lib/rounding_check-inl.h"
+#include "lib/row_stats-inl.h"
 #include "lib/scratch.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -1153,6 +1154,11 @@ HWY_NOINLINE RowScale RowStatsOf(const internal::RowArgs& a, size_t r,
 // Room on the stack for a row of a correctly rounded call (16384 floats).
 inline constexpr size_t kCheckedScratchBytes = 64 * 1024;
 
+// The most bytes of x whose rows' statistics NormRowsChecked makes before
+// writing them: half the smallest L1 data cache of the x86 and Arm cores
+// it runs on (32 KiB), so that the writing reads them from L1.
+inline constexpr size_t kStatsBlockBytes = 16 * 1024;
+
 // Room on the stack for two rows of h when there is a residual but no
 // sum_out (rows are taken two at a time); longer rows use a heap buffer.
 inline constexpr size_t kScratchBytes = 16 * 1024;
@@ -1314,31 +1320,46 @@ HWY_INLINE bool LeadSharesSign(DF df, const TX* x, size_t n) {
          hn::AllTrue(df, hn::Or(outside, hn::Lt(v, hn::Zero(df))));
 }
 
+// StatsF64 in two steps, for rows whose chains run side by side
+// (StatsOfLanes): the first sums (returns the shift k), then the
+// recentering of the statistics made from them, where they ask for it.
+template <bool kLayerNorm, class DF, typename TX>
+HWY_INLINE float FirstSumsF64(DF df, const TX* x, size_t n, double& s,
+                              double& q) {
+  if (kLayerNorm && LeadSharesSign(df, x, n)) {
+    const float k = ToFloat(x[0]);
+    SumsF64<kLayerNorm>(df, x, n, k, s, q);
+    return k;
+  }
+  SumsF64<kLayerNorm, false>(df, x, n, 0.0f, s, q);
+  return 0.0f;
+}
+template <bool kLayerNorm, class DF, typename TX>
+HWY_INLINE void RecenterF64(DF df, const TX* x, size_t n,
+                            const internal::StatsPlan& plan,
+                            internal::RowStats& st) {
+  if (internal::ShouldRecenter(plan.centered, st)) {
+    const float k = static_cast<float>(st.k + st.c);
+    double s, q;
+    SumsF64<kLayerNorm>(df, x, n, k, s, q);
+    st = internal::StatsFromSums(plan, k, s, q);
+  }
+}
+
 // A row's double statistics. LayerNorm: shifted by x[0] where the row's
 // first vector shares a sign (LeadSharesSign), else unshifted (no subtraction
 // a term: a fifth of SumsF64's operations, and for a zero-mean row less
 // cancellation than a shift by x[0]: 1.06-1.09x at 64 x 896); then by the
 // mean where the variance's bound is still too loose (ShouldRecenter:
 // unshifted, |mean| beyond ~4 deviations at 896). The choice depends on the
-// row alone, as the results do.
+// row alone, as the results do. plan: PlanStats with DoubleSums(n).
 template <bool kLayerNorm, class DF, typename TX>
-HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n, float eps,
-                                       int kind) {
-  float k = 0.0f;
+HWY_INLINE internal::RowStats StatsF64(DF df, const TX* x, size_t n,
+                                       const internal::StatsPlan& plan) {
   double s, q;
-  if (kLayerNorm && LeadSharesSign(df, x, n)) {
-    k = ToFloat(x[0]);
-    SumsF64<kLayerNorm>(df, x, n, k, s, q);
-  } else {
-    SumsF64<kLayerNorm, false>(df, x, n, 0.0f, s, q);
-  }
-  const internal::SumModel model = internal::DoubleSums(n);
-  internal::RowStats st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
-  if (internal::ShouldRecenter(kind, st)) {
-    k = static_cast<float>(st.k + st.c);
-    SumsF64<kLayerNorm>(df, x, n, k, s, q);
-    st = internal::StatsFromSums(kind, n, eps, k, s, q, model);
-  }
+  const float k = FirstSumsF64<kLayerNorm>(df, x, n, s, q);
+  internal::RowStats st = internal::StatsFromSums(plan, k, s, q);
+  RecenterF64<kLayerNorm>(df, x, n, plan, st);
   return st;
 }
 
@@ -1456,27 +1477,34 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
   return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
 }
 
+// UncenteredStatsF32's sum (for StatsOfLanes).
+template <class DF, typename TX>
+HWY_INLINE double SquaresF32(DF df, const TX* x, size_t n, bool want_min,
+                             float* min_x) {
+  *min_x = 0.0f;
+  if constexpr (std::is_same_v<TX, bf16_t> && HWY_TARGET != HWY_SCALAR) {
+    return want_min ? SumSquaresF32<true>(df, x, n, min_x)
+                    : SumSquaresF32(df, x, n);
+  } else {
+    (void)want_min;
+    return SumSquaresF32(df, x, n);
+  }
+}
+
 // Uncentered statistics (RMSNorm, L2) of a checked row from fp32 sums with
 // their bounds: cheaper than StatsF64 and tight enough that few rows need more
 // (their double statistics are made when a lane needs them, LazyCrRow). Sums
 // that overflow or lose too much to underflow give a non-finite v or er < 0:
 // the caller takes StatsF64 then.
 // With want_min (bf16 x), also the row's smallest nonzero |x| to *min_x
-// (SumSquaresF32), else 0 there.
+// (SumSquaresF32), else 0 there. plan: PlanStats with
+// Fp32Sums(n, kSumsF32Depth<TX>).
 template <class DF, typename TX>
 HWY_INLINE internal::RowStats UncenteredStatsF32(
-    DF df, const TX* x, size_t n, float eps, int kind,
-    const internal::SumModel& model, bool want_min, float* min_x) {
-  double q;
-  *min_x = 0.0f;
-  if constexpr (std::is_same_v<TX, bf16_t> && HWY_TARGET != HWY_SCALAR) {
-    q = want_min ? SumSquaresF32<true>(df, x, n, min_x)
-                 : SumSquaresF32(df, x, n);
-  } else {
-    (void)want_min;
-    q = SumSquaresF32(df, x, n);
-  }
-  return internal::StatsFromSums(kind, n, eps, 0.0, 0.0, q, model);
+    DF df, const TX* x, size_t n, const internal::StatsPlan& plan,
+    bool want_min, float* min_x) {
+  const double q = SquaresF32(df, x, n, want_min, min_x);
+  return internal::StatsFromSums(plan, 0.0, 0.0, q);
 }
 
 // The fp32 constants of a checked row and its per-lane error bound
@@ -1779,9 +1807,10 @@ class LazyCrRow {
       : row_(row), has_stats_(has_stats) {}
   const internal::CrRow& Get() {
     if (!has_stats_) {
-      row_.st = StatsF64<kLayerNorm>(hn::ScalableTag<float>(),
-                                     static_cast<const TX*>(row_.x), row_.n,
-                                     row_.eps, row_.kind);
+      row_.st = StatsF64<kLayerNorm>(
+          hn::ScalableTag<float>(), static_cast<const TX*>(row_.x), row_.n,
+          internal::PlanStats(row_.kind, row_.n, row_.eps,
+                              internal::DoubleSums(row_.n)));
       has_stats_ = true;
     }
     return row_;
@@ -2969,32 +2998,75 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if (!heap_scratch) heap_scratch.reset(new TX[n]);
     return heap_scratch.get();
   };
-  // The next row's statistics (`ahead`) are made before row r is written,
-  // so that their square root, divisions and bounds overlap the writing:
-  // the fp32 ones of the rows that take them first (kStatsF32; 1.08x at
-  // hidden 896 in the default order, 1.15x at 128), else the double ones
-  // (LayerNorm, f16 and int8 y; 1.02-1.05x at 64 x 896, 1.03x at 448 x 128,
-  // session 35). Only without a residual, where rows read x as it is (no
-  // row of y but an exact alias overlaps x).
-  internal::RowStats ahead{};
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
   // leave out its test of tiny t or v (TinyV).
   const bool want_min = w.tame_gamma;
-  float ahead_min_x = 0.0f;  // the smallest nonzero |x| of the row ahead
-  bool has_ahead = false;
-  // The bound model of UncenteredStatsF32's sums (uncentered kinds), the
-  // same for every row.
-  const internal::SumModel f32_sums =
+  // What the statistics of every row share (StatsPlan): of the double sums
+  // (StatsF64), and of UncenteredStatsF32's fp32 ones (uncentered kinds).
+  const internal::StatsPlan f64_plan =
+      internal::PlanStats(a.kind, n, a.eps, internal::DoubleSums(n));
+  const internal::StatsPlan f32_plan = internal::PlanStats(
+      a.kind, n, a.eps,
       kLayerNorm ? internal::SumModel{}
-                 : internal::Fp32Sums(n, kSumsF32Depth<TX>);
+                 : internal::Fp32Sums(n, kSumsF32Depth<TX>));
   // Rows whose first statistics are fp32 (UncenteredStatsF32).
   constexpr bool kStatsF32 =
       !std::is_same_v<TY, int8_t> && !kLayerNorm && !std::is_same_v<TY, f16_t>;
   const auto x_of = [&](size_t r) {
     return static_cast<const TX*>(a.x) + r * a.x_stride;
   };
+  // The statistics of a block of rows are made before any of them is
+  // written: the fp32 ones of the rows that take them first (kStatsF32),
+  // else the double ones; their sums row by row, then the chains that end
+  // them in vector operations, a row a double lane (StatsOfLanes: 1.10x on
+  // bf16 LayerNorm at 64 x 896, 1.3x at 448 x 128, where the chain made a
+  // row at a time, even a row ahead, cost ~30 ns a row). Up to kLaneRows
+  // rows of kStatsBlockBytes or less, which the writing then reads from
+  // L1. Only without a residual, where rows read x as it is (no row of y
+  // but an exact alias overlaps x).
+  internal::RowStats block_stats[kLaneRows];
+  float block_min_x[kLaneRows] = {};
+  HWY_ALIGN double block_k[kLaneRoom] = {}, block_s[kLaneRoom] = {},
+                   block_q[kLaneRoom] = {};
+  const size_t stats_rows =
+      a.residual != nullptr
+          ? 0
+          : HWY_MAX(size_t{1},
+                    HWY_MIN(kLaneRows, kStatsBlockBytes / (n * sizeof(TX))));
+  size_t block_begin = row_begin, block_end = row_begin;
   for (size_t r = row_begin; r < row_end; ++r) {
     const TX* x = x_of(r);
+    const bool has_block = stats_rows != 0;
+    if (has_block && r == block_end) {
+      block_begin = r;
+      block_end = HWY_MIN(row_end, r + stats_rows);
+      const internal::StatsPlan& plan = kStatsF32 ? f32_plan : f64_plan;
+      // (One row: the scalar chain, whose latency is shorter.)
+      const bool lanes =
+          block_end - r > 1 && plan.scale_form != internal::ScaleForm::kOther;
+      for (size_t b = 0; b < block_end - r; ++b) {
+        const TX* xb = x_of(r + b);
+        if constexpr (kStatsF32) {
+          block_q[b] = SquaresF32(df, xb, n, want_min, &block_min_x[b]);
+        } else {
+          block_k[b] =
+              FirstSumsF64<kLayerNorm>(df, xb, n, block_s[b], block_q[b]);
+        }
+        if (!lanes) {
+          block_stats[b] =
+              internal::StatsFromSums(plan, block_k[b], block_s[b], block_q[b]);
+        }
+      }
+      if (lanes) {
+        StatsOfLanes(plan, block_k, block_s, block_q, block_end - r,
+                     block_stats);
+      }
+      if constexpr (kLayerNorm) {
+        for (size_t b = 0; b < block_end - r; ++b) {
+          RecenterF64<kLayerNorm>(df, x_of(r + b), n, f64_plan, block_stats[b]);
+        }
+      }
+    }
     TY* y = static_cast<TY*>(a.y) + r * a.y_stride;
     TX* sum = a.sum_out ? static_cast<TX*>(a.sum_out) + r * a.sum_out_stride
                         : nullptr;
@@ -3032,32 +3104,22 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
                              kDType<TY>, n, a.eps,      st};
     };
     if constexpr (kStatsF32) {
-      float min_x = ahead_min_x;
+      float min_x = has_block ? block_min_x[r - block_begin] : 0.0f;
       const internal::RowStats st =
-          has_ahead ? ahead
-                    : UncenteredStatsF32(df, h, n, a.eps, a.kind, f32_sums,
-                                         want_min, &min_x);
-      has_ahead = a.residual == nullptr && r + 1 < row_end;
+          has_block ? block_stats[r - block_begin]
+                    : UncenteredStatsF32(df, h, n, f32_plan, want_min, &min_x);
       if (CheckedScale(kLayerNorm, st, k, bound)) {
         k.min_x = min_x;
         SaveStats(a, r, 0.0, st.v);
         LazyCrRow<kLayerNorm, TX> cr(row_of(st), /*has_stats=*/false);
-        if (has_ahead) {
-          ahead = UncenteredStatsF32(df, x_of(r + 1), n, a.eps, a.kind,
-                                     f32_sums, want_min, &ahead_min_x);
-        }
         ApplyCheckedAny(df, h, y, w, n, k, bound, st.v, cr);
         continue;
       }
-      has_ahead = false;
     }
-    // (kStatsF32: has_ahead is false here, its fp32 statistics refused.)
+    // (kStatsF32: its fp32 statistics refused.)
     const internal::RowStats st =
-        has_ahead ? ahead : StatsF64<kLayerNorm>(df, h, n, a.eps, a.kind);
-    has_ahead = !kStatsF32 && a.residual == nullptr && r + 1 < row_end;
-    if (has_ahead) {
-      ahead = StatsF64<kLayerNorm>(df, x_of(r + 1), n, a.eps, a.kind);
-    }
+        !kStatsF32 && has_block ? block_stats[r - block_begin]
+                                : StatsF64<kLayerNorm>(df, h, n, f64_plan);
     SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);

@@ -34,10 +34,10 @@ double InvSqrtError(double w, double dw, double r) {
 double MeanSquareRoot(double second, double n, double eps) {
   return std::sqrt(second / n + eps);
 }
-double MeanSquareRootScale(double second, double ds, double n, double eps,
+double MeanSquareRootScale(double second, double ds, double inv_n, double eps,
                            double* er) {
   // 1/n multiplied in: each such product two roundings.
-  const double inv_n = 1.0 / n, mean = second * inv_n, w = mean + eps;
+  const double mean = second * inv_n, w = mean + eps;
   const double r = 1.0 / std::sqrt(w);
   *er = InvSqrtError(w, ds * inv_n * (1 + 6 * kU) + 3 * kU * mean, r);
   return r;
@@ -79,6 +79,14 @@ double NormOrEpsWeight(double second, double, double eps) {
 }
 
 }  // namespace
+
+ScaleForm ScaleFormOf(int kind) {
+  const Op* op = OpOf(kind);
+  if (op == nullptr) return ScaleForm::kOther;
+  return op->scale == MeanSquareRootScale ? ScaleForm::kMeanSquareRoot
+         : op->scale == NormOrEpsScale    ? ScaleForm::kNormOrEps
+                                          : ScaleForm::kOther;
+}
 
 const Op kOps[kNumRowKinds] = {
     {{SIMDNORM_LAYERNORM, "layernorm", "LayerNorm",

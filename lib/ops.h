@@ -21,8 +21,10 @@ struct Op {
   // else 0), in float64: the reference's.
   double (*denominator)(double second, double n, double eps);
   // Correct rounding's r = 1 / D in double from a second within ds of the
-  // exact one, with *er a bound of r's relative error (< 0: none usable).
-  double (*scale)(double second, double ds, double n, double eps, double* er);
+  // exact one, with *er a bound of r's relative error (< 0: none usable);
+  // inv_n = 1 / n rounded once.
+  double (*scale)(double second, double ds, double inv_n, double eps,
+                  double* er);
   // (n D)^2 exactly, from n, n * second and eps (correct rounding's exact
   // path: xhat = n (x - center) / sqrt((n D)^2)).
   Dyadic (*exact_n2_d2)(const Dyadic& n, const Dyadic& n_second,
@@ -54,6 +56,13 @@ inline const Op* OpOf(int kind) {
 
 // Whether a kind's statistics are of x - mean(x) (LayerNorm's).
 inline bool IsCentered(int kind) { return kOps[kind].info.centered != 0; }
+
+// Which of the scales below a row kind's is, for the kernels that also
+// compute it a block of rows at a time (lib/row_stats-inl.h): 1 /
+// sqrt(second / n + eps) (LayerNorm's, RMSNorm's), 1 / max(sqrt(second),
+// eps) (L2's), or another (computed row by row).
+enum class ScaleForm { kOther, kMeanSquareRoot, kNormOrEps };
+ScaleForm ScaleFormOf(int kind);
 
 // The multiplier of an uncentered kind's row, t = (x * s) * mul, from
 // sum_sq = sum((x * s)^2) in double, s a power of two (1 unless the row
