@@ -3001,17 +3001,28 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
   // leave out its test of tiny t or v (TinyV).
   const bool want_min = w.tame_gamma;
-  // What the statistics of every row share (StatsPlan): of the double sums
-  // (StatsF64), and of UncenteredStatsF32's fp32 ones (uncentered kinds).
-  const internal::StatsPlan f64_plan =
-      internal::PlanStats(a.kind, n, a.eps, internal::DoubleSums(n));
-  const internal::StatsPlan f32_plan = internal::PlanStats(
-      a.kind, n, a.eps,
-      kLayerNorm ? internal::SumModel{}
-                 : internal::Fp32Sums(n, kSumsF32Depth<TX>));
   // Rows whose first statistics are fp32 (UncenteredStatsF32).
   constexpr bool kStatsF32 =
       !std::is_same_v<TY, int8_t> && !kLayerNorm && !std::is_same_v<TY, f16_t>;
+  // What the statistics of every row share (StatsPlan): of the first ones
+  // (UncenteredStatsF32's fp32 sums where kStatsF32, else StatsF64's
+  // double sums), and of StatsF64 where kStatsF32 rows fall back to it,
+  // made on first need (a plan is ~2 % of a one-row call).
+  const internal::StatsPlan first_plan =
+      internal::PlanStats(a.kind, n, a.eps,
+                          kStatsF32 ? internal::Fp32Sums(n, kSumsF32Depth<TX>)
+                                    : internal::DoubleSums(n));
+  internal::StatsPlan fallback_plan;
+  bool has_fallback_plan = false;
+  const auto f64_plan = [&]() -> const internal::StatsPlan& {
+    if (!kStatsF32) return first_plan;
+    if (!has_fallback_plan) {
+      fallback_plan =
+          internal::PlanStats(a.kind, n, a.eps, internal::DoubleSums(n));
+      has_fallback_plan = true;
+    }
+    return fallback_plan;
+  };
   const auto x_of = [&](size_t r) {
     return static_cast<const TX*>(a.x) + r * a.x_stride;
   };
@@ -3040,7 +3051,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     if (has_block && r == block_end) {
       block_begin = r;
       block_end = HWY_MIN(row_end, r + stats_rows);
-      const internal::StatsPlan& plan = kStatsF32 ? f32_plan : f64_plan;
+      const internal::StatsPlan& plan = first_plan;
       // (One row: the scalar chain, whose latency is shorter.)
       const bool lanes =
           block_end - r > 1 && plan.scale_form != internal::ScaleForm::kOther;
@@ -3063,7 +3074,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       }
       if constexpr (kLayerNorm) {
         for (size_t b = 0; b < block_end - r; ++b) {
-          RecenterF64<kLayerNorm>(df, x_of(r + b), n, f64_plan, block_stats[b]);
+          RecenterF64<kLayerNorm>(df, x_of(r + b), n, first_plan,
+                                  block_stats[b]);
         }
       }
     }
@@ -3103,11 +3115,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
     };
+    // The row's statistics, in its block's slot (slot 0 without blocks),
+    // used in place: copies of them cost one-row calls ~5 %.
+    internal::RowStats& st = block_stats[has_block ? r - block_begin : 0];
     if constexpr (kStatsF32) {
       float min_x = has_block ? block_min_x[r - block_begin] : 0.0f;
-      const internal::RowStats st =
-          has_block ? block_stats[r - block_begin]
-                    : UncenteredStatsF32(df, h, n, f32_plan, want_min, &min_x);
+      if (!has_block) {
+        st = UncenteredStatsF32(df, h, n, first_plan, want_min, &min_x);
+      }
       if (CheckedScale(kLayerNorm, st, k, bound)) {
         k.min_x = min_x;
         SaveStats(a, r, 0.0, st.v);
@@ -3117,9 +3132,8 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       }
     }
     // (kStatsF32: its fp32 statistics refused.)
-    const internal::RowStats st =
-        !kStatsF32 && has_block ? block_stats[r - block_begin]
-                                : StatsF64<kLayerNorm>(df, h, n, f64_plan);
+    if (kStatsF32 || !has_block)
+      st = StatsF64<kLayerNorm>(df, h, n, f64_plan());
     SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);

@@ -63,8 +63,11 @@ HWY_INLINE void StatsOfLanes(const internal::StatsPlan& p, const double* k,
   const auto zero = hn::Zero(dd);
   const auto inv_n = hn::Set(dd, p.inv_n), nd = hn::Set(dd, p.nd);
   const auto floor_q = hn::Set(dd, p.m.floor_q);
-  HWY_ALIGN double c_out[kLaneRoom], dc_out[kLaneRoom], v_out[kLaneRoom],
-      dv_out[kLaneRoom], r_out[kLaneRoom], er_out[kLaneRoom];
+  // (Initialized: GCC cannot tell that the loop below writes every lane
+  // the last one reads.)
+  HWY_ALIGN double c_out[kLaneRoom] = {}, dc_out[kLaneRoom] = {},
+                   v_out[kLaneRoom] = {}, dv_out[kLaneRoom] = {},
+                   r_out[kLaneRoom] = {}, er_out[kLaneRoom] = {};
   for (size_t i = 0; i < count; i += M) {
     const auto vq = hn::LoadU(dd, q + i);
     const auto q1 = hn::Mul(hn::Add(vq, floor_q), hn::Set(dd, p.q_up));
