@@ -3115,14 +3115,12 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,
                              kDType<TY>, n, a.eps,      st};
     };
-    // The row's statistics, in its block's slot (slot 0 without blocks),
-    // used in place: copies of them cost one-row calls ~5 %.
-    internal::RowStats& st = block_stats[has_block ? r - block_begin : 0];
     if constexpr (kStatsF32) {
       float min_x = has_block ? block_min_x[r - block_begin] : 0.0f;
-      if (!has_block) {
-        st = UncenteredStatsF32(df, h, n, first_plan, want_min, &min_x);
-      }
+      const internal::RowStats st =
+          has_block
+              ? block_stats[r - block_begin]
+              : UncenteredStatsF32(df, h, n, first_plan, want_min, &min_x);
       if (CheckedScale(kLayerNorm, st, k, bound)) {
         k.min_x = min_x;
         SaveStats(a, r, 0.0, st.v);
@@ -3132,8 +3130,9 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       }
     }
     // (kStatsF32: its fp32 statistics refused.)
-    if (kStatsF32 || !has_block)
-      st = StatsF64<kLayerNorm>(df, h, n, f64_plan());
+    const internal::RowStats st =
+        !kStatsF32 && has_block ? block_stats[r - block_begin]
+                                : StatsF64<kLayerNorm>(df, h, n, f64_plan());
     SaveStats(a, r, st.k + st.c, st.v);
     if (!kLayerNorm && st.v == HUGE_VAL) {
       RMSNormInfRow(h, y, scales, a.quant_group, w, n);
