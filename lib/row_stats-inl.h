@@ -7,11 +7,16 @@
 //
 // A lane runs the operations of the scalar StatsFromSums and the kind's
 // scale (lib/ops.cc: MeanSquareRootScale or NormOrEpsScale, and
-// InvSqrtError), in their order, each rounded once (ISO C++ mode: no
-// contraction into FMAs), so that its results are the scalar ones bit for
-// bit, NaN and inf included (std::max(a, b) is a < b ? b : a here too).
-// Keep the two in step. Kinds of another scale (ScaleForm::kOther) take the
-// scalar code.
+// InvSqrtError) in their order, NaN and inf included (std::max(a, b) is
+// a < b ? b : a here too). Keep the two in step. GCC's default for C++
+// (-ffp-contract=fast) may fuse a product and a sum into one FMA where the
+// target has it (the AVX3 builds do, for the bounds and w = mean + eps),
+// rounding once where the scalar code, built without FMA, rounds twice:
+// the bounds stay valid (a fused operation errs less than the two it
+// replaces), and nothing that leaves the kernels moves: 16-bit and int8 y
+// are correctly rounded, and the saved mean (k + s/n) and rstd (from v =
+// var n, or the exact sum of squares) come from no fused operation. Kinds
+// of another scale (ScaleForm::kOther) take the scalar code.
 
 #if defined(SIMDNORM_LIB_ROW_STATS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef SIMDNORM_LIB_ROW_STATS_INL_H_
