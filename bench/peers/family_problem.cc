@@ -127,8 +127,6 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
   o->dbeta.resize(nw);
   float* dg = nw ? o->dgamma.data() : nullptr;
   float* db = nw ? o->dbeta.data() : nullptr;
-  const unsigned fast =
-      out_type != SIMDNORM_F32 ? unsigned{SIMDNORM_FAST_ROUNDING} : 0u;
   if (op.rows()) {
     simdnorm_backward_desc d{};
     d.kind = op.op->kind;
@@ -152,7 +150,7 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
     simdnorm_group_desc d{
         s.n,    s.c,           s.hw,     s.groups,     s.layout,    x.data(),
         x.type, o->out.data(), out_type, gamma.data(), beta.data(), w_type,
-        eps,    threads,       fast,     nullptr,      nullptr};
+        eps,    threads,       0,        nullptr,      nullptr};
     return reference ? simdnorm_group_norm_reference(&d)
                      : simdnorm_group_norm(&d);
   }
@@ -186,7 +184,6 @@ simdnorm_status FamilyProblem::run(FamilyOutput* o, simdnorm_dtype out_type,
     d.eps = eps;
     d.training = op.training;
     d.max_threads = threads;
-    d.flags = fast;
     return reference ? simdnorm_batch_norm_reference(&d)
                      : simdnorm_batch_norm(&d);
   }

@@ -78,7 +78,8 @@ class FamilyProblem {
                 simdnorm_dtype y_type, simdnorm_dtype w_type,
                 const std::vector<float>& x, const std::vector<float>& dy);
   // The library (or the float64 reference, rounded once to out_type) on
-  // at most `threads` threads into *o (sized here on first use).
+  // at most `threads` threads into *o (sized here on first use); 16-bit
+  // outputs correctly rounded, the library's default (as users run it).
   simdnorm_status run(FamilyOutput* o, simdnorm_dtype out_type, size_t threads,
                       bool reference);
   // Bytes a call reads and writes (x, dy, y or dx; not the weights).
