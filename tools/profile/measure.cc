@@ -217,13 +217,17 @@ void TimeRunners(std::vector<Runner>* runners, const Options& s, size_t threads,
   for (size_t rep = 0; rep < s.reps; ++rep) {
     progress("batch " + std::to_string(rep + 1) + "/" + std::to_string(s.reps));
     for (size_t k = 0; k < n; ++k) {
-      Runner& r = (*runners)[(rep + k) % n];  // rotate the order every round
+      // Rotated every other round and reversed in between, so that each
+      // runner follows both its neighbours in turn: a rotation alone kept
+      // every runner's predecessor, and the first ISA, which follows the
+      // last peer, trailed the second by 2-3 % at 4096 rows (session 37).
+      const size_t at = (rep / 2 + k) % n;
+      Runner& r = (*runners)[rep % 2 ? n - 1 - at : at];
       if (!r.result.error.empty()) continue;
       // Untimed, a whole batch: after a peer's batch the next runner's
       // first milliseconds ran slower (Zen 5, 4096 rows of 896: 0.66-0.82
       // ms a call, 0.48-0.57 in the batch after; one untimed call or three
-      // did not absorb it), and the rotation keeps each runner's
-      // predecessor, so the first ISA trailed the second by 8-20 %.
+      // did not absorb it), and the first ISA trailed the second by 8-20 %.
       r.run(r.calls_per_batch);
       const double t = TimeNs(r.run, r.calls_per_batch);
       r.samples.push_back(t / static_cast<double>(r.calls_per_batch));
