@@ -156,6 +156,90 @@ void SameBitsWithWeightsApart(simdnorm_kind kind) {
   }
 }
 
+// The fused add (h = x + residual to sum_out, then the norm of h), its
+// operands all at one offset, with sum_out apart, in place of the residual
+// (vLLM's fused_add_rms_norm, y = x too) or of x: y's and sum_out's bytes
+// are those of the aligned call with every buffer apart. The correctly
+// rounded rows align h's stores (AddRow), making its first and last 2N
+// sums before any store that may overwrite their inputs.
+enum class SumAt { kApart, kResidual, kResidualYAtX, kX };
+
+void SameBitsWithFusedAdd(simdnorm_kind kind) {
+  const size_t rows = 3;
+  for (size_t cols : {40u, 100u, 897u}) {
+    const std::vector<float>& values = RowData(Family::kTypical, rows, cols);
+    const std::vector<float>& residuals =
+        RowData(Family::kLargeMean, rows, cols);
+    const std::vector<float> params = GammaBetaOf(cols);
+    for (const DTypes& t : AllWithF16()) {
+      // y bytes, then sum_out bytes.
+      const auto run = [&](size_t off, SumAt at) {
+        const size_t xe = ElemSize(t.x), ye = ElemSize(t.y);
+        Matrix x(t.x, rows, cols, 0, off / xe),
+            res(t.x, rows, cols, 0, off / xe);
+        Matrix y(t.y, rows, cols, 0, off / ye),
+            sum(t.x, rows, cols, 0, off / xe);
+        Matrix gamma(t.param, 1, cols, 0, off / ElemSize(t.param));
+        Matrix beta(t.param, 1, cols, 0, off / ElemSize(t.param));
+        x.Fill(values);
+        res.Fill(residuals);
+        gamma.Fill(std::vector<float>(params.begin(), params.begin() + cols));
+        beta.Fill(std::vector<float>(params.begin() + cols, params.end()));
+        const bool y_at_x = at == SumAt::kResidualYAtX;
+        simdnorm_desc d = {};
+        d.kind = kind;
+        d.rows = rows;
+        d.cols = cols;
+        d.x = x.data();
+        d.x_type = t.x;
+        d.y = y_at_x ? x.data() : y.data();
+        d.y_type = t.y;
+        d.gamma = gamma.data();
+        d.beta = beta.data();
+        d.param_type = t.param;
+        d.eps = 1e-5f;
+        d.max_threads = 1;
+        d.residual = res.data();
+        d.sum_out = at == SumAt::kApart ? sum.data()
+                    : at == SumAt::kX   ? x.data()
+                                        : res.data();
+        EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
+        const Matrix& yo = y_at_x ? x : y;
+        const Matrix& so = at == SumAt::kApart ? sum
+                           : at == SumAt::kX   ? x
+                                               : res;
+        std::vector<unsigned char> bytes;
+        for (size_t r = 0; r < rows; ++r) {
+          bytes.insert(bytes.end(), yo.At(r, 0), yo.At(r, 0) + cols * ye);
+        }
+        for (size_t r = 0; r < rows; ++r) {
+          bytes.insert(bytes.end(), so.At(r, 0), so.At(r, 0) + cols * xe);
+        }
+        return bytes;
+      };
+      const std::vector<unsigned char> want = run(0, SumAt::kApart);
+      for (size_t off : {0u, 4u, 16u, 36u, 48u}) {
+        for (SumAt at : {SumAt::kApart, SumAt::kResidual, SumAt::kResidualYAtX,
+                         SumAt::kX}) {
+          if (at == SumAt::kResidualYAtX && t.x != t.y) continue;
+          if (off % ElemSize(t.x) != 0 || off % ElemSize(t.y) != 0 ||
+              off % ElemSize(t.param) != 0) {
+            continue;
+          }
+          EXPECT_TRUE(want == run(off, at))
+              << KindName(kind) << " " << DTypeName(t.x) << "/"
+              << DTypeName(t.y) << "/" << DTypeName(t.param) << " cols " << cols
+              << " at +" << off << " sum_out "
+              << (at == SumAt::kApart      ? "apart"
+                  : at == SumAt::kResidual ? "at residual"
+                  : at == SumAt::kX        ? "at x"
+                                           : "at residual, y at x");
+        }
+      }
+    }
+  }
+}
+
 TEST_P(AlignmentTest, LayerNormSameBitsAtEveryAddress) {
   SameBitsAtEveryAddress(SIMDNORM_LAYERNORM);
 }
@@ -172,6 +256,12 @@ TEST_P(AlignmentTest, LayerNormSameBitsWithWeightsApart) {
 }
 TEST_P(AlignmentTest, RMSNormSameBitsWithWeightsApart) {
   SameBitsWithWeightsApart(SIMDNORM_RMSNORM);
+}
+TEST_P(AlignmentTest, LayerNormFusedAddSameBitsAtEveryAddress) {
+  SameBitsWithFusedAdd(SIMDNORM_LAYERNORM);
+}
+TEST_P(AlignmentTest, RMSNormFusedAddSameBitsAtEveryAddress) {
+  SameBitsWithFusedAdd(SIMDNORM_RMSNORM);
 }
 
 }  // namespace
