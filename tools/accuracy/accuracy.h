@@ -254,6 +254,10 @@ struct RunOutput {
 
 RunOutput run_all(const Config& cfg);
 
+// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
+size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
+                         size_t n);
+
 // --op's run on the families (shapes, dtypes and ISAs of cfg), its text
 // table on stdout or its JSON and CSV rows; the exit status.
 int run_family_ops(const Config& cfg, const std::vector<Family>& families,

@@ -64,6 +64,15 @@ std::string row_name(const std::string& isa, simdnorm_kind kind,
                      family);
 }
 
+size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
+                         size_t n) {
+  size_t diff = 0;
+  for (size_t i = 0; i < n; ++i) {
+    diff += !simdnorm_tools::same_element(t, a, i, b, i);
+  }
+  return diff;
+}
+
 namespace {
 
 using simdnorm_test::HalfOrdered;  // a 16-bit float's place: ulps apart
@@ -247,16 +256,6 @@ I8Truth quantize_truth(const double* truth, const double* lo, const double* hi,
     }
   }
   return t;
-}
-
-// Elements i < n of a and b (type t) that differ (any NaN equals any NaN).
-size_t count_differences(simdnorm_dtype t, const void* a, const void* b,
-                         size_t n) {
-  size_t diff = 0;
-  for (size_t i = 0; i < n; ++i) {
-    diff += !simdnorm_tools::same_element(t, a, i, b, i);
-  }
-  return diff;
 }
 
 // Textbook normalization shortcuts, measured beside the library to show why
