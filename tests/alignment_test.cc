@@ -32,6 +32,36 @@ struct Layout {
   size_t w_off = kAtX;  // gamma's and beta's (kAtX: x_off)
 };
 
+// A call of `kind` on x's rows into y (x's stride; its dtypes t), with
+// gamma and beta, eps 1e-5, one thread.
+simdnorm_desc DescOf(simdnorm_kind kind, const DTypes& t, Matrix& x, void* y,
+                     Matrix& gamma, Matrix& beta) {
+  simdnorm_desc d = {};
+  d.kind = kind;
+  d.rows = x.rows();
+  d.cols = x.cols();
+  d.x = x.data();
+  d.x_type = t.x;
+  d.x_stride = x.stride();
+  d.y = y;
+  d.y_type = t.y;
+  d.y_stride = x.stride();
+  d.gamma = gamma.data();
+  d.beta = beta.data();
+  d.param_type = t.param;
+  d.eps = 1e-5f;
+  d.max_threads = 1;
+  return d;
+}
+
+// The first cols elements of each row of m, appended to bytes.
+void AppendRows(const Matrix& m, std::vector<unsigned char>& bytes) {
+  for (size_t r = 0; r < m.rows(); ++r) {
+    bytes.insert(bytes.end(), m.At(r, 0),
+                 m.At(r, 0) + m.cols() * ElemSize(m.type()));
+  }
+}
+
 // The rows of y (cols elements each) for one layout, as bytes.
 std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
                                size_t cols, const Layout& l,
@@ -47,28 +77,12 @@ std::vector<unsigned char> Run(simdnorm_kind kind, const DTypes& t, size_t rows,
   x.Fill(values);
   gamma.Fill(std::vector<float>(gamma_beta.begin(), gamma_beta.begin() + cols));
   beta.Fill(std::vector<float>(gamma_beta.begin() + cols, gamma_beta.end()));
-  simdnorm_desc d = {};
-  d.kind = kind;
-  d.rows = rows;
-  d.cols = cols;
-  d.x = x.data();
-  d.x_type = t.x;
-  d.x_stride = stride;
-  d.y = l.in_place ? x.data() : y.data();
-  d.y_type = t.y;
-  d.y_stride = stride;
-  d.gamma = gamma.data();
-  d.beta = beta.data();
-  d.param_type = t.param;
-  d.eps = 1e-5f;
-  d.max_threads = 1;
+  simdnorm_desc d =
+      DescOf(kind, t, x, l.in_place ? x.data() : y.data(), gamma, beta);
   d.flags = l.flags;
   EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
-  const Matrix& out = l.in_place ? x : y;
   std::vector<unsigned char> bytes;
-  for (size_t r = 0; r < rows; ++r) {
-    bytes.insert(bytes.end(), out.At(r, 0), out.At(r, 0) + cols * ye);
-  }
+  AppendRows(l.in_place ? x : y, bytes);
   return bytes;
 }
 
@@ -186,35 +200,19 @@ void SameBitsWithFusedAdd(simdnorm_kind kind) {
         gamma.Fill(std::vector<float>(params.begin(), params.begin() + cols));
         beta.Fill(std::vector<float>(params.begin() + cols, params.end()));
         const bool y_at_x = at == SumAt::kResidualYAtX;
-        simdnorm_desc d = {};
-        d.kind = kind;
-        d.rows = rows;
-        d.cols = cols;
-        d.x = x.data();
-        d.x_type = t.x;
-        d.y = y_at_x ? x.data() : y.data();
-        d.y_type = t.y;
-        d.gamma = gamma.data();
-        d.beta = beta.data();
-        d.param_type = t.param;
-        d.eps = 1e-5f;
-        d.max_threads = 1;
+        simdnorm_desc d =
+            DescOf(kind, t, x, y_at_x ? x.data() : y.data(), gamma, beta);
         d.residual = res.data();
         d.sum_out = at == SumAt::kApart ? sum.data()
                     : at == SumAt::kX   ? x.data()
                                         : res.data();
         EXPECT_EQ(simdnorm_normalize(&d), SIMDNORM_OK);
-        const Matrix& yo = y_at_x ? x : y;
-        const Matrix& so = at == SumAt::kApart ? sum
-                           : at == SumAt::kX   ? x
-                                               : res;
         std::vector<unsigned char> bytes;
-        for (size_t r = 0; r < rows; ++r) {
-          bytes.insert(bytes.end(), yo.At(r, 0), yo.At(r, 0) + cols * ye);
-        }
-        for (size_t r = 0; r < rows; ++r) {
-          bytes.insert(bytes.end(), so.At(r, 0), so.At(r, 0) + cols * xe);
-        }
+        AppendRows(y_at_x ? x : y, bytes);
+        AppendRows(at == SumAt::kApart ? sum
+                   : at == SumAt::kX   ? x
+                                       : res,
+                   bytes);
         return bytes;
       };
       const std::vector<unsigned char> want = run(0, SumAt::kApart);
