@@ -1,0 +1,295 @@
+// Per-target bf16 rows with tame weights, tested by v's low 16 bits
+// (TameChunk). Part of lib/norm_rows-inl.h's kernels.
+//
+// The uncentered kinds (RMSNorm, L2) with bf16 x, y and gamma and neither
+// beta nor an offset (Hugging Face's LlamaRMSNorm, Qwen2RMSNorm), and in
+// the default order also with f32 x or gamma, or none (engines' f32 weights,
+// F.normalize, where g = 1): v, the value to round (t = x * mul in Hugging
+// Face's order, else y = t * g), has only a relative error, |v - exact v|
+// <= r|v| wherever |v| >= 2^-60 (and |g| <= 2^60, so that t is far from
+// underflow; f32 x and g round no differently), and r|v| is less than K
+// units of v's last place for K >= r 2^24. The one midpoint of bf16
+// within reach sits at 0x8000 in v's low 16 bits (the others, across a
+// binade too, are 2^14 units or more away; K <= 2^12): a v whose low bits
+// are more than K from it rounds, half up, to the correctly rounded value.
+// That is tested on 2N lanes at once as 16-bit integers (an add and an
+// unsigned compare, where the interval test takes ~20 operations per
+// vector of N). In Hugging Face's order y = t * g is then exact in fp32
+// (8 + 8 significant bits, |y| >= 2^-119 where |g| >= 2^-60 or g = 0) and
+// its conversion is its one rounding. Lanes near a midpoint and v below
+// 2^-59 flag their 2N elements, which the interval test and the
+// decisions then redo: y = 0 too, but not a t that rounds to 0 (|t| <
+// 2^-134, so the exact t, within 2^-150 + r|t| of it, is below 2^-134 as
+// well, and its sign is x's).
+
+#if defined(SIMDNORM_LIB_TAME_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef SIMDNORM_LIB_TAME_ROWS_INL_H_
+#undef SIMDNORM_LIB_TAME_ROWS_INL_H_
+#else
+#define SIMDNORM_LIB_TAME_ROWS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "lib/checked_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace simdnorm {
+namespace SIMDNORM_NAMESPACE {
+
+inline constexpr uint16_t kTameV = 0x2200;    // bf16 2^-59
+inline constexpr uint16_t kTameLow = 0x2180;  // bf16 2^-60
+inline constexpr uint16_t kTameTop = 0x5D80;  // bf16 2^60
+
+// Whether every |g| is 0 or in [2^-60, 2^60]; where so, the smallest
+// nonzero |g| to *min_g (+inf where every g is 0).
+template <class D16>
+HWY_INLINE bool TameGamma(D16 d16, const bf16_t* gamma, size_t n,
+                          float* min_g) {
+  const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
+  const size_t N = hn::Lanes(d16);
+  const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
+  // The largest |g| and the smallest |g| - 1 (0 wraps to 0xFFFF), in
+  // vectors: a chain of mask ORs took ~20 ns at n = 896 (Zen 5).
+  auto hi0 = hn::Zero(d16), hi1 = hi0, lo0 = hn::Set(d16, 0xFFFF), lo1 = lo0;
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto mag0 = hn::And(hn::LoadU(d16, g + i), abs);
+    const auto mag1 = hn::And(hn::LoadU(d16, g + i + N), abs);
+    hi0 = hn::Max(hi0, mag0);
+    hi1 = hn::Max(hi1, mag1);
+    lo0 = hn::Min(lo0, hn::Sub(mag0, one));
+    lo1 = hn::Min(lo1, hn::Sub(mag1, one));
+  }
+  const auto hi = hn::Max(hi0, hi1), lo = hn::Min(lo0, lo1);
+  if (!hn::AllFalse(d16, hn::Or(hn::Lt(lo, hn::Set(d16, kTameLow - 1)),
+                                hn::Lt(hn::Set(d16, kTameTop), hi)))) {
+    return false;
+  }
+  uint16_t least = hn::GetLane(hn::MinOfLanes(d16, lo));
+  for (; i < n; ++i) {
+    const uint16_t mag = g[i] & 0x7FFF;
+    if (mag != 0 && (mag < kTameLow || mag > kTameTop)) return false;
+    const uint16_t m = static_cast<uint16_t>(mag - 1);
+    least = m < least ? m : least;
+  }
+  *min_g = SmallestMagnitude(least);
+  return true;
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// f32 gamma for TameChunk: whether every |g| of gamma[0, n) is 0 or in
+// [2^-60, 2^60] (as TameGamma; the smallest nonzero one to *min_g), and,
+// where so, its first n / 2N * 2N
+// values to `pairs` in the layout of bf16 pairs (convert-inl.h): of each
+// 2N elements, the even ones, then the odd ones. A call's rows then load
+// f32 gamma as they load bf16 x, without a shuffle per row.
+template <class DF>
+HWY_INLINE bool TameGammaPairs(DF df, const float* gamma, size_t n,
+                               float* HWY_RESTRICT pairs, float* min_g) {
+  const hn::RebindToUnsigned<DF> du;
+  const size_t N = hn::Lanes(df);
+  const uint32_t* g = reinterpret_cast<const uint32_t*>(gamma);
+  constexpr uint32_t kLow = 0x21800000u, kTop = 0x5D800000u;  // 2^-60, 2^60
+  const auto abs = hn::Set(du, 0x7FFFFFFFu), one = hn::Set(du, 1u);
+  auto hi = hn::Zero(du), lo = hn::Set(du, 0xFFFFFFFFu);
+  size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const auto a = hn::LoadU(df, gamma + i), b = hn::LoadU(df, gamma + i + N);
+    hn::StoreU(hn::ConcatEven(df, b, a), df, pairs + i);
+    hn::StoreU(hn::ConcatOdd(df, b, a), df, pairs + i + N);
+    const auto mag_a = hn::And(hn::BitCast(du, a), abs);
+    const auto mag_b = hn::And(hn::BitCast(du, b), abs);
+    hi = hn::Max(hi, hn::Max(mag_a, mag_b));
+    lo = hn::Min(lo, hn::Min(hn::Sub(mag_a, one), hn::Sub(mag_b, one)));
+  }
+  if (!hn::AllFalse(du, hn::Or(hn::Lt(lo, hn::Set(du, kLow - 1)),
+                               hn::Lt(hn::Set(du, kTop), hi)))) {
+    return false;
+  }
+  uint32_t least = hn::GetLane(hn::MinOfLanes(du, lo));
+  for (; i < n; ++i) {
+    const uint32_t mag = g[i] & 0x7FFFFFFFu;
+    if (mag != 0 && (mag < kLow || mag > kTop)) return false;
+    least = mag - 1 < least ? mag - 1 : least;
+  }
+  *min_g = SmallestMagnitude(least);
+  return true;
+}
+#endif
+
+// K for v made from a scale rounded to fp32 from r (relative error er) and
+// `roundings` fp32 products (v = x * mul, Hugging Face's t: 1; y = x * mul
+// * g: 2), all normal where |v| >= 2^-59 (|t| >= 2^-119 then, as |g| <=
+// 2^60): |v - exact v| <= ((1 + er)(1 + u)^(1 + roundings) - 1)|v|, which
+// a margin of 2^-20 covers as rel = er + (1 + roundings) u (er taken 1%
+// larger, as CheckedScale does, for its own second-order terms). False
+// where the test does not apply (no bound, or K above 2^12).
+inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
+  const double rel = er * 1.01 + (1 + roundings) * 0x1p-24;
+  const double ulps = std::ceil(rel * 0x1p24 * (1 + 0x1p-20));
+  if (!(er >= 0.0 && ulps <= 4096.0)) return false;
+  units = static_cast<uint16_t>(ulps);
+  return true;
+}
+
+// TameChunk's gamma where it is f32 (TameGammaPairs' copy, already in the
+// pairs' layout) or absent (g = 1: v = t, one rounding fewer than the
+// test allows for).
+struct NoGamma {};
+inline constexpr NoGamma kNoGamma{};
+
+// Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
+// returns a bit per 2N elements (the first in bit 0) with a lane left open.
+// kRoundT: Hugging Face's order (v = t; bf16 gamma only), else v = y.
+// kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
+// the row is that small (TinyV false) leave it out, and in Hugging Face's
+// order round t straight into place (fewer operations, the same bits).
+// TG: gamma's type, bf16, float (pairs) or NoGamma. TX: x's, bf16 or
+// float (split into the pairs' layout here: two shuffles per 2N).
+#if HWY_TARGET != HWY_SCALAR
+template <bool kRoundT, bool kTestTiny, class DF, typename TX, typename TG>
+HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
+                                bf16_t* HWY_RESTRICT y,
+                                const TG* HWY_RESTRICT gamma, size_t i,
+                                size_t end, float mul, uint16_t units) {
+  static_assert(
+      !kRoundT || (std::is_same_v<TG, bf16_t> && std::is_same_v<TX, bf16_t>),
+      "bf16 x and gamma only");
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> d16;
+  const size_t N = hn::Lanes(df);
+  const auto vmul = hn::Set(df, mul);
+  const auto lo = hn::Set(du, 0xFFFFu), hi = hn::Set(du, 0xFFFF0000u);
+  const auto half = hn::Set(du, 0x8000u);
+  // (low - (0x8000 - K)) mod 2^16 <= 2K: the low bits within K of 0x8000.
+  const auto shift = hn::Set(d16, static_cast<uint16_t>(units - 0x8000u));
+  const auto width = hn::Set(d16, static_cast<uint16_t>(2 * units + 1));
+  const auto abs = hn::Set(d16, 0x7FFF);
+  // |v| below 2^-59: t but not 0 (mag - 1 wraps there), or y (0 too).
+  const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
+  const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
+  uint64_t flagged = 0;
+  for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
+    hn::Vec<DF> va, vb, ga, gb;
+    if constexpr (kRoundT) {  // one load each measured 2% slower aligned
+      va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
+      ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+    } else {
+      if constexpr (std::is_same_v<TX, float>) {
+        const auto lo = hn::LoadU(df, x + i), hi = hn::LoadU(df, x + i + N);
+        va = hn::ConcatEven(df, hi, lo), vb = hn::ConcatOdd(df, hi, lo);
+      } else {
+        LoadPair(df, x + i, va, vb);
+      }
+      if constexpr (std::is_same_v<TG, bf16_t>) {
+        LoadPair(df, gamma + i, ga, gb);
+      } else if constexpr (std::is_same_v<TG, float>) {
+        ga = hn::LoadU(df, gamma + i), gb = hn::LoadU(df, gamma + i + N);
+      }
+    }
+    va = hn::Mul(va, vmul);
+    vb = hn::Mul(vb, vmul);
+    if constexpr (!kRoundT && !std::is_same_v<TG, NoGamma>) {
+      va = hn::Mul(va, ga);
+      vb = hn::Mul(vb, gb);
+    }
+    const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
+    // v's bits below bf16's, and v rounded half up, both packed as x is
+    // (the even elements in the low halves).
+    const auto low =
+        hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
+    if constexpr (kRoundT && !kTestTiny) {
+      if (!hn::AllFalse(d16, hn::Lt(hn::Add(low, shift), width))) {
+        flagged |= bit;
+      }
+      const auto ta = hn::And(hn::Add(ua, half), hi);  // t rounded half up
+      const auto tb = hn::And(hn::Add(ub, half), hi);
+      StorePairNormal(df, hn::Mul(hn::BitCast(df, ta), ga),
+                      hn::Mul(hn::BitCast(df, tb), gb), y + i);
+      continue;
+    }
+    const auto v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
+                            hn::And(hn::Add(ub, half), hi));
+    auto open = hn::Lt(hn::Add(low, shift), width);
+    if constexpr (kTestTiny) {
+      const auto mag = hn::And(hn::BitCast(d16, v16), abs);
+      open = hn::Or(open, hn::Lt(hn::Sub(mag, bias), below));
+    } else {
+      (void)abs, (void)bias, (void)below;
+    }
+    if (!hn::AllFalse(d16, open)) flagged |= bit;
+    if constexpr (kRoundT) {
+      const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
+      const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
+      StorePairNormal(df, ya, yb, y + i);
+    } else {
+      hn::StoreU(v16, du, reinterpret_cast<uint32_t*>(y + i));
+    }
+  }
+  return flagged;
+}
+#endif
+
+// Whether a nonzero v of the row may be below 2^-59 (true where the row's
+// smallest nonzero |x| is not known): Hugging Face's t = x * mul (one
+// rounding, min_g 1), or the default order's v = x * mul * g (two; min_g
+// the smallest nonzero |g| of a tame gamma). Each rounding is within
+// 2^-24 |v|, and 2^-59 is a bf16 value, so rounding keeps v above it;
+// where false, the other v (of x = 0 or g = 0) are an exact +-0 with the
+// exact y's sign, so TameChunk needs no test of tiny v (4 of its ~27
+// operations a 2N).
+inline bool TinyV(const RowScale& k, int roundings, float min_g = 1.0f) {
+  const double margin = 1 - roundings * 0x1p-23;
+  return !(static_cast<double>(k.min_x) * k.mul * min_g * margin >= 0x1p-59);
+}
+
+// Runs TameChunk on the chunks of [0, paired_end) where the call and the
+// row allow it (returns false where not), and redo(i, end) on its groups
+// with an open lane.
+template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
+          typename TP, class F>
+HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
+                           size_t paired_end, float mul, bool row_tame,
+                           uint16_t units, bool test_tiny, const F& redo) {
+#if HWY_TARGET != HWY_SCALAR
+  constexpr bool kTameX =
+      kRoundT ? std::is_same_v<TX, bf16_t>
+              : std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>;
+  if constexpr (!kLayerNorm && kTameX && std::is_same_v<TY, bf16_t>) {
+    if (!w.tame_gamma || !row_tame) return false;
+    const size_t group = 2 * hn::Lanes(df);
+    static_assert(kLeanChunk / 8 <= 64, "a bit per 2N elements, N >= 4");
+    const auto chunks = [&](auto gamma) {
+      ForChunks(paired_end, [&](size_t i, size_t end) {
+        const uint64_t open =
+            test_tiny
+                ? TameChunk<kRoundT, true>(df, x, y, gamma, i, end, mul, units)
+                : TameChunk<kRoundT, false>(df, x, y, gamma, i, end, mul,
+                                            units);
+        ForFlaggedGroups(open, i, end, group, redo);
+      });
+    };
+    if constexpr (std::is_same_v<TP, bf16_t>) {
+      if (w.gamma != nullptr) return chunks(w.gamma), true;
+    }
+    if constexpr (!kRoundT) {  // tame_gamma: f32 pairs or no gamma
+      if (w.gamma_pairs != nullptr) return chunks(w.gamma_pairs), true;
+      if (w.gamma == nullptr) return chunks(&kNoGamma), true;
+    }
+    return false;
+  }
+#endif
+  (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
+  (void)row_tame, (void)units, (void)test_tiny, (void)redo;
+  return false;
+}
+
+}  // namespace SIMDNORM_NAMESPACE
+}  // namespace simdnorm
+HWY_AFTER_NAMESPACE();
+
+#endif  // SIMDNORM_LIB_TAME_ROWS_INL_H_
