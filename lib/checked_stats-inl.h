@@ -188,9 +188,46 @@ inline float SmallestMagnitude(TU least) {
 
 // The most fp32 roundings a term of SumSquaresF32 goes through: 3 in its
 // chain of 4 FMAs (the first adds an exact square to 0; for f32 x its
-// square rounds: 4), 2 adding the chains.
+// square rounds: 4), or of 2 VDPBF16PS (two products each, added one at a
+// time), 2 adding the chains.
 template <typename TX>
 inline constexpr int kSumsF32Depth = sizeof(TX) == 2 ? 5 : 6;
+
+// Whether SumSquaresF32 of TX takes VDPBF16PS (SquaresDot): bf16 x on the
+// AVX512_BF16 targets. It reads subnormal bf16 as 0 and flushes subnormal
+// results to 0 (Fp32Sums' flush).
+template <typename TX>
+inline constexpr bool kSquaresFlush =
+    SIMDNORM_AVX512BF16&& std::is_same_v<TX, bf16_t>;
+
+#if SIMDNORM_AVX512BF16
+// The squares of 8N bf16 x at p (four pairs) added to four chains, a pair
+// to a chain, by VDPBF16PS: both squares of a lane's two elements, each
+// exact (8 x 8 significant bits), added with a rounding each, as two FMAs
+// would, in one instruction where the FMAs need the pair widened first
+// (LoadPair: a shift and an AND). Also the pairs' (|x| bits - 1) into
+// mins (kMinX).
+template <bool kMinX, class DF, class D16>
+HWY_INLINE void SquaresDot(DF, D16 d16, const bf16_t* HWY_RESTRICT p, size_t N,
+                           hn::Vec<DF>& q0, hn::Vec<DF>& q1, hn::Vec<DF>& q2,
+                           hn::Vec<DF>& q3, hn::Vec<D16>& mins) {
+  const __m512i p0 = _mm512_loadu_si512(p);
+  const __m512i p1 = _mm512_loadu_si512(p + 2 * N);
+  const __m512i p2 = _mm512_loadu_si512(p + 4 * N);
+  const __m512i p3 = _mm512_loadu_si512(p + 6 * N);
+  q0.raw = _mm512_dpbf16_ps(q0.raw, (__m512bh)p0, (__m512bh)p0);
+  q1.raw = _mm512_dpbf16_ps(q1.raw, (__m512bh)p1, (__m512bh)p1);
+  q2.raw = _mm512_dpbf16_ps(q2.raw, (__m512bh)p2, (__m512bh)p2);
+  q3.raw = _mm512_dpbf16_ps(q3.raw, (__m512bh)p3, (__m512bh)p3);
+  if constexpr (kMinX) {
+    using V16 = hn::Vec<D16>;
+    const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
+    const auto m0 = hn::Min(hn::And(V16{p0}, abs), hn::And(V16{p1}, abs));
+    const auto m1 = hn::Min(hn::And(V16{p2}, abs), hn::And(V16{p3}, abs));
+    mins = hn::Min(mins, hn::Min(hn::Sub(m0, one), hn::Sub(m1, one)));
+  }
+}
+#endif
 
 // sum(x^2) in fp32 chains short enough for a tight bound
 // (internal::Fp32Sums(n, kSumsF32Depth<TX>)): blocks of 16 vectors in four
@@ -224,7 +261,14 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
     auto q0 = hn::Zero(df), q1 = hn::Zero(df), q2 = hn::Zero(df),
          q3 = hn::Zero(df);
     const size_t block_end = n - i > 16 * N ? i + 16 * N : n;
-    for (; i + 4 * N <= block_end; i += 4 * N) {
+#if SIMDNORM_AVX512BF16
+    if constexpr (kSquaresFlush<TX>) {
+      for (; i + 8 * N <= block_end; i += 8 * N) {
+        SquaresDot<kMinX>(df, d16, x + i, N, q0, q1, q2, q3, mins);
+      }
+    }
+#endif
+    for (; !kSquaresFlush<TX> && i + 4 * N <= block_end; i += 4 * N) {
       hn::Vec<DF> x0, x1, x2, x3;
       LoadPair(df, x + i, x0, x1);
       LoadPair(df, x + i + 2 * N, x2, x3);
@@ -244,15 +288,17 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
         min_rest = m < min_rest ? m : min_rest;
       }
     }
-    // Up to 3 whole vectors and a partial one (zero-padded) are left.
+    // Up to 3 whole vectors and a partial one (zero-padded) are left, or 7
+    // after SquaresDot's steps of 8N, in turn to the chains (two a chain at
+    // most, after one VDPBF16PS).
     for (size_t c = 0; i < block_end; ++c) {
       const size_t count = block_end - i < N ? block_end - i : N;
       const auto v = LoadTailF(df, x + i, count);
-      if (c == 0) {  // separate variables: SVE's vectors are sizeless
+      if (c % 4 == 0) {  // separate variables: SVE's vectors are sizeless
         q0 = hn::MulAdd(v, v, q0);
-      } else if (c == 1) {
+      } else if (c % 4 == 1) {
         q1 = hn::MulAdd(v, v, q1);
-      } else if (c == 2) {
+      } else if (c % 4 == 2) {
         q2 = hn::MulAdd(v, v, q2);
       } else {
         q3 = hn::MulAdd(v, v, q3);

@@ -666,7 +666,7 @@ SumModel DoubleSums(size_t n) {
   return SumModel{kU, Gamma(nd), Gamma(nd + 1), 0.0};
 }
 
-SumModel Fp32Sums(size_t n, int depth) {
+SumModel Fp32Sums(size_t n, int depth, bool flush) {
   // fp32 roundings, then n more in double at most: (1 + g32)(1 + g64) - 1.
   constexpr double u32 = 0x1p-24;
   const double d = static_cast<double>(depth);
@@ -674,8 +674,10 @@ SumModel Fp32Sums(size_t n, int depth) {
   const double g32 = mu * (1 + 2 * mu) * (1 + 0x1p-50);  // >= mu / (1 - mu)
   const double g64 = Gamma(static_cast<double>(n) + 1);
   const double g = g32 + g64 + g32 * g64;
-  // Each fp32 FMA whose result is subnormal may lose up to 2^-150.
-  const double floor = static_cast<double>(n) * d * 0x1p-149;
+  // Each fp32 FMA whose result is subnormal may lose up to 2^-150 (2^-149
+  // here); flushed to zero, up to 2^-126.
+  const double floor =
+      static_cast<double>(n) * d * (flush ? 0x1p-126 : 0x1p-149);
   return SumModel{u32, g, g, floor};
 }
 

@@ -45,8 +45,10 @@ struct SumModel {
 SumModel DoubleSums(size_t n);
 
 // The model of sums made in fp32 (unit 2^-24, fp32 d = x - k) with at most
-// `depth` roundings per term, then added up in double.
-SumModel Fp32Sums(size_t n, int depth);
+// `depth` roundings per term, then added up in double. flush: the fp32
+// operations read subnormal inputs as 0 and flush subnormal results to 0
+// (VDPBF16PS), so that each may lose up to 2^-126, not 2^-150.
+SumModel Fp32Sums(size_t n, int depth, bool flush = false);
 
 // What StatsFromSums needs of a call beside a row's sums: the kind, n, eps,
 // the sums' model and the bound factors made of them alone, made once a

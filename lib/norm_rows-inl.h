@@ -150,10 +150,10 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // (UncenteredStatsF32's fp32 sums where kStatsF32, else StatsF64's
   // double sums), and of StatsF64 where kStatsF32 rows fall back to it,
   // made on first need (a plan is ~2 % of a one-row call).
-  const internal::StatsPlan first_plan =
-      internal::PlanStats(a.kind, n, a.eps,
-                          kStatsF32 ? internal::Fp32Sums(n, kSumsF32Depth<TX>)
-                                    : internal::DoubleSums(n));
+  const internal::StatsPlan first_plan = internal::PlanStats(
+      a.kind, n, a.eps,
+      kStatsF32 ? internal::Fp32Sums(n, kSumsF32Depth<TX>, kSquaresFlush<TX>)
+                : internal::DoubleSums(n));
   internal::StatsPlan fallback_plan;
   bool has_fallback_plan = false;
   const auto f64_plan = [&]() -> const internal::StatsPlan& {

@@ -416,6 +416,64 @@ TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
   ExpectSameBytesOnEveryIsa(in);
 }
 
+// bf16 RMSNorm and L2 rows take their first statistics from fp32 sums of
+// squares, on AVX512_BF16 by VDPBF16PS, which flushes subnormal results to
+// zero (kSquaresFlush in lib/checked_stats-inl.h). Rows whose squares sit
+// in or around fp32's subnormal range (|x| in [2^-75, 2^-61)), alone, with
+// one larger element, or among normal ones, in whole blocks and in a
+// partial one (cols 200), must keep every ISA on the reference's bytes.
+TEST(CorrectRounding, SquaresNearTheSubnormalRangeMatchTheReference) {
+  const size_t rows = 64;
+  uint32_t state = 11u;
+  const auto next = [&state] {  // a linear congruential generator
+    state = state * 1664525u + 1013904223u;
+    return state >> 16;
+  };
+  // A bf16 value in [2^e, 2^(e + 1)) for e in [lo, hi], either sign.
+  const auto value = [&](int lo, int hi) {
+    const int e = lo + static_cast<int>(next() % (hi - lo + 1));
+    const float v =
+        std::ldexp(1.0f + static_cast<float>(next() & 0x7F) / 128, e);
+    return next() & 1 ? -v : v;
+  };
+  for (size_t cols : {size_t{896}, size_t{200}}) {
+    std::vector<float> x(rows * cols);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t j = 0; j < cols; ++j) {
+        float& v = x[r * cols + j];
+        switch (r % 4) {
+          case 0:  // every square below 2^-126
+            v = value(-75, -64);
+            break;
+          case 1:  // and one element near 2^-60
+            v = j == r % cols ? value(-60, -60) : value(-75, -64);
+            break;
+          case 2:  // squares on both sides of 2^-126
+            v = value(-66, -61);
+            break;
+          default:  // normal rows with a tenth of them tiny
+            v = next() % 10 == 0 ? value(-75, -64) : value(-3, 1);
+        }
+      }
+    }
+    std::vector<float> g(cols);
+    for (float& gj : g) gj = value(-1, 0);
+    for (simdnorm_kind kind : {SIMDNORM_RMSNORM, SIMDNORM_L2NORM}) {
+      for (bool gamma : {false, true}) {
+        Inputs in;
+        in.kind = kind;
+        in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+        in.rows = rows;
+        in.cols = cols;
+        in.eps = 0.0f;
+        in.x = Store(in.x_type, x);
+        if (gamma) in.gamma = Store(in.p_type, g);
+        ExpectSameBytesOnEveryIsa(in);
+      }
+    }
+  }
+}
+
 // The per-call scans of the weights (FiniteWeights and TameGamma in
 // lib/norm_rows-inl.h) choose the loops a call takes. One weight at an
 // edge of their ranges, at the start, the middle or the scalar tail of a
