@@ -49,10 +49,21 @@ void RunBlocks(void* ctx, size_t begin, size_t end) {
 }  // namespace
 
 void AddBlocks(const float* blocks, size_t num_blocks, size_t n, float* out) {
-  for (size_t j = 0; j < n; ++j) {
-    double sum = 0.0;
-    for (size_t b = 0; b < num_blocks; ++b) sum += blocks[b * n + j];
-    out[j] = static_cast<float>(sum);
+  // Each column's sum in block order, as a loop over the blocks for each
+  // column would add it (the same bits), but kColumns columns at a time,
+  // block by block: contiguous, vectorized, where the column-by-column loop
+  // read one float per cache line (~10 % of a LayerNorm backward of 64 or
+  // 4096 rows of 896).
+  constexpr size_t kColumns = 256;
+  double sums[kColumns];
+  for (size_t j0 = 0; j0 < n; j0 += kColumns) {
+    const size_t m = n - j0 < kColumns ? n - j0 : kColumns;
+    for (size_t j = 0; j < m; ++j) sums[j] = 0.0;
+    for (size_t b = 0; b < num_blocks; ++b) {
+      const float* row = blocks + b * n + j0;
+      for (size_t j = 0; j < m; ++j) sums[j] += row[j];
+    }
+    for (size_t j = 0; j < m; ++j) out[j0 + j] = static_cast<float>(sums[j]);
   }
 }
 

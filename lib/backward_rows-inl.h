@@ -274,14 +274,14 @@ HWY_INLINE void StoreAt(DF df, hn::Vec<DF> v, T* p, size_t i, size_t count) {
   }
 }
 
-// dx at i from the vector's xhat and dy; kP2: rf * p2 with p2 != 1 (a
-// product by p2 = 1 is exact, so skipping it changes no bit).
+// dx at i from the vector's xhat, dy and scale; kP2: rf * p2 with p2 != 1
+// (a product by p2 = 1 is exact, so skipping it changes no bit).
 template <At kAt, bool kP2, class DF, typename TDX>
-HWY_INLINE void DxAt(DF df, hn::Vec<DF> xhat, hn::Vec<DF> dyv, TDX* dx,
-                     const float* scale, float scale_const, size_t i,
-                     size_t count, hn::Vec<DF> va, hn::Vec<DF> vc,
-                     hn::Vec<DF> rf, hn::Vec<DF> p2) {
-  const auto g = hn::Mul(dyv, ScaleAt<kAt>(df, scale, scale_const, i, count));
+HWY_INLINE void DxAt(DF df, hn::Vec<DF> xhat, hn::Vec<DF> dyv,
+                     hn::Vec<DF> scale, TDX* dx, size_t i, size_t count,
+                     hn::Vec<DF> va, hn::Vec<DF> vc, hn::Vec<DF> rf,
+                     hn::Vec<DF> p2) {
+  const auto g = hn::Mul(dyv, scale);
   auto v = hn::Mul(hn::NegMulAdd(xhat, vc, hn::Sub(g, va)), rf);
   if constexpr (kP2) v = hn::Mul(v, p2);
   StoreAt<kAt>(df, v, dx, i, count);
@@ -296,20 +296,20 @@ HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
                        hn::Vec<DF> m, hn::Vec<DF> mul, hn::Vec<DF> add,
                        hn::Vec<DF> va, hn::Vec<DF> vc, hn::Vec<DF> rf,
                        hn::Vec<DF> p2) {
+  // Every load before the store to dx (as GradAt2).
   const auto xhat = XhatOf(LoadAt<kAt>(df, x + i, count), s, m, mul, add);
   const auto dyv = LoadAt<kAt>(df, dy + i, count);
+  const auto g0 = dgamma ? LoadAt<kAt>(df, dgamma + i, count) : hn::Zero(df);
+  const auto b0 = dbeta ? LoadAt<kAt>(df, dbeta + i, count) : hn::Zero(df);
   if constexpr (kWriteDx) {
-    DxAt<kAt, kP2>(df, xhat, dyv, dx, scale, scale_const, i, count, va, vc, rf,
-                   p2);
+    DxAt<kAt, kP2>(df, xhat, dyv,
+                   ScaleAt<kAt>(df, scale, scale_const, i, count), dx, i, count,
+                   va, vc, rf, p2);
   }
   if (dgamma != nullptr) {
-    StoreAt<kAt>(df, hn::MulAdd(dyv, xhat, LoadAt<kAt>(df, dgamma + i, count)),
-                 dgamma, i, count);
+    StoreAt<kAt>(df, hn::MulAdd(dyv, xhat, g0), dgamma, i, count);
   }
-  if (dbeta != nullptr) {
-    StoreAt<kAt>(df, hn::Add(dyv, LoadAt<kAt>(df, dbeta + i, count)), dbeta, i,
-                 count);
-  }
+  if (dbeta != nullptr) StoreAt<kAt>(df, hn::Add(dyv, b0), dbeta, i, count);
 }
 
 // Pass 3 over a row. dx may be dy: each vector is loaded before it is
@@ -324,22 +324,24 @@ HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
   const auto mul = hn::Set(df, row.k.mul), add = hn::Set(df, row.k.add);
   const auto va = hn::Set(df, row.a), vc = hn::Set(df, row.c);
   const auto rf = hn::Set(df, row.rf), p2 = hn::Set(df, row.p2);
+  const float* scale = a.scale;  // copies: a store to dx may alias a's
+  const float scale_const = a.scale_const;
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    GradAt<At::kFull, kWriteDx, kP2>(df, x, dy, dx, a.scale, a.scale_const,
-                                     dgamma, dbeta, i, 0, s, m, mul, add, va,
-                                     vc, rf, p2);
+    GradAt<At::kFull, kWriteDx, kP2>(df, x, dy, dx, scale, scale_const, dgamma,
+                                     dbeta, i, 0, s, m, mul, add, va, vc, rf,
+                                     p2);
   }
   if (i < n) {
-    GradAt<At::kTail, kWriteDx, kP2>(df, x, dy, dx, a.scale, a.scale_const,
-                                     dgamma, dbeta, i, n - i, s, m, mul, add,
-                                     va, vc, rf, p2);
+    GradAt<At::kTail, kWriteDx, kP2>(df, x, dy, dx, scale, scale_const, dgamma,
+                                     dbeta, i, n - i, s, m, mul, add, va, vc,
+                                     rf, p2);
   }
 }
 
 // Pass 3's step at i for two rows, both written (GradApply2).
 template <At kAt, bool kP2, class DF, typename TX, typename TDY, typename TDX>
-HWY_INLINE void GradAt2(DF df, const internal::BackwardArgs& a,
+HWY_INLINE void GradAt2(DF df, const float* scale, float scale_const,
                         const TX* HWY_RESTRICT x0, const TDY* dy0, TDX* dx0,
                         const TX* HWY_RESTRICT x1, const TDY* dy1, TDX* dx1,
                         float* dgamma, float* dbeta, size_t i, size_t count,
@@ -348,22 +350,24 @@ HWY_INLINE void GradAt2(DF df, const internal::BackwardArgs& a,
                         hn::Vec<DF> m1, hn::Vec<DF> mul1, hn::Vec<DF> add1,
                         hn::Vec<DF> va1, hn::Vec<DF> vc1, hn::Vec<DF> rf1,
                         hn::Vec<DF> s, hn::Vec<DF> p20, hn::Vec<DF> p21) {
+  // Every load before the first store: dx0 may be dy0 (in place), and the
+  // compiler must assume a store to dx may change the weights' scale or
+  // dgamma and dbeta (it reloaded them after each one, and the scale twice).
   const auto xhat0 = XhatOf(LoadAt<kAt>(df, x0 + i, count), s, m0, mul0, add0);
   const auto dyv0 = LoadAt<kAt>(df, dy0 + i, count);
   const auto xhat1 = XhatOf(LoadAt<kAt>(df, x1 + i, count), s, m1, mul1, add1);
   const auto dyv1 = LoadAt<kAt>(df, dy1 + i, count);
-  DxAt<kAt, kP2>(df, xhat0, dyv0, dx0, a.scale, a.scale_const, i, count, va0,
-                 vc0, rf0, p20);
-  DxAt<kAt, kP2>(df, xhat1, dyv1, dx1, a.scale, a.scale_const, i, count, va1,
-                 vc1, rf1, p21);
+  const auto sc = ScaleAt<kAt>(df, scale, scale_const, i, count);
+  const auto g0 = dgamma ? LoadAt<kAt>(df, dgamma + i, count) : hn::Zero(df);
+  const auto b0 = dbeta ? LoadAt<kAt>(df, dbeta + i, count) : hn::Zero(df);
+  DxAt<kAt, kP2>(df, xhat0, dyv0, sc, dx0, i, count, va0, vc0, rf0, p20);
+  DxAt<kAt, kP2>(df, xhat1, dyv1, sc, dx1, i, count, va1, vc1, rf1, p21);
   if (dgamma != nullptr) {
-    const auto sum =
-        hn::MulAdd(dyv0, xhat0, LoadAt<kAt>(df, dgamma + i, count));
+    const auto sum = hn::MulAdd(dyv0, xhat0, g0);
     StoreAt<kAt>(df, hn::MulAdd(dyv1, xhat1, sum), dgamma, i, count);
   }
   if (dbeta != nullptr) {
-    const auto sum = hn::Add(dyv0, LoadAt<kAt>(df, dbeta + i, count));
-    StoreAt<kAt>(df, hn::Add(dyv1, sum), dbeta, i, count);
+    StoreAt<kAt>(df, hn::Add(dyv1, hn::Add(dyv0, b0)), dbeta, i, count);
   }
 }
 
@@ -388,16 +392,18 @@ HWY_NOINLINE void GradApply2(DF df, const internal::BackwardArgs& a,
   const auto add1 = hn::Set(df, row1.k.add), va1 = hn::Set(df, row1.a);
   const auto vc1 = hn::Set(df, row1.c), rf1 = hn::Set(df, row1.rf);
   const auto p20 = hn::Set(df, row0.p2), p21 = hn::Set(df, row1.p2);
+  const float* scale = a.scale;  // copies: a store to dx may alias a's
+  const float scale_const = a.scale_const;
   size_t i = 0;
   for (; i + N <= n; i += N) {
-    GradAt2<At::kFull, kP2>(df, a, x0, dy0, dx0, x1, dy1, dx1, dgamma, dbeta, i,
-                            0, m0, mul0, add0, va0, vc0, rf0, m1, mul1, add1,
-                            va1, vc1, rf1, s, p20, p21);
+    GradAt2<At::kFull, kP2>(df, scale, scale_const, x0, dy0, dx0, x1, dy1, dx1,
+                            dgamma, dbeta, i, 0, m0, mul0, add0, va0, vc0, rf0,
+                            m1, mul1, add1, va1, vc1, rf1, s, p20, p21);
   }
   if (i < n) {
-    GradAt2<At::kTail, kP2>(df, a, x0, dy0, dx0, x1, dy1, dx1, dgamma, dbeta, i,
-                            n - i, m0, mul0, add0, va0, vc0, rf0, m1, mul1,
-                            add1, va1, vc1, rf1, s, p20, p21);
+    GradAt2<At::kTail, kP2>(df, scale, scale_const, x0, dy0, dx0, x1, dy1, dx1,
+                            dgamma, dbeta, i, n - i, m0, mul0, add0, va0, vc0,
+                            rf0, m1, mul1, add1, va1, vc1, rf1, s, p20, p21);
   }
 }
 
