@@ -219,12 +219,13 @@ HWY_INLINE void SquaresDot(DF, D16 d16, const bf16_t* HWY_RESTRICT p, size_t N,
   q1.raw = _mm512_dpbf16_ps(q1.raw, (__m512bh)p1, (__m512bh)p1);
   q2.raw = _mm512_dpbf16_ps(q2.raw, (__m512bh)p2, (__m512bh)p2);
   q3.raw = _mm512_dpbf16_ps(q3.raw, (__m512bh)p3, (__m512bh)p3);
-  if constexpr (kMinX) {
-    using V16 = hn::Vec<D16>;
+  if constexpr (kMinX) {  // |x| - 1 wraps a zero above every other
     const auto abs = hn::Set(d16, 0x7FFF), one = hn::Set(d16, 1);
-    const auto m0 = hn::Min(hn::And(V16{p0}, abs), hn::And(V16{p1}, abs));
-    const auto m1 = hn::Min(hn::And(V16{p2}, abs), hn::And(V16{p3}, abs));
-    mins = hn::Min(mins, hn::Min(hn::Sub(m0, one), hn::Sub(m1, one)));
+    const auto least = [&](__m512i p) {
+      return hn::Sub(hn::And(hn::Vec<D16>{p}, abs), one);
+    };
+    mins = hn::Min(mins, hn::Min(hn::Min(least(p0), least(p1)),
+                                 hn::Min(least(p2), least(p3))));
   }
 }
 #endif

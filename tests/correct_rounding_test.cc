@@ -416,6 +416,49 @@ TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
   ExpectSameBytesOnEveryIsa(in);
 }
 
+// The sums of squares also find each bf16 row's smallest nonzero |x|
+// (TinyV leaves the test of tiny results out where it rules them out),
+// taking zeros as larger than every other magnitude. Here every lane of a
+// row's first 32 elements is +-0 where the same lane 32 elements on
+// holds a subnormal x of 1-3 significant bits (the pairs that meet in one
+// step of the sums), the rest are in [1, 2), and gamma is near 2^59 there:
+// t = x * mul is a subnormal fp32, rounded far more than the lean bound
+// allows, which only the tiny test sends to the decisions.
+TEST(CorrectRounding, ZerosBesideSubnormalXMatchTheReference) {
+  const size_t rows = 64, cols = 256;
+  uint32_t state = 5u;
+  const auto next = [&state] {  // a linear congruential generator
+    state = state * 1664525u + 1013904223u;
+    return state >> 16;
+  };
+  const auto in_binade = [&](float scale) {
+    return scale * (1.0f + static_cast<float>(next() & 0x7F) / 128);
+  };
+  std::vector<float> x(rows * cols), g(cols);
+  for (size_t j = 0; j < cols; ++j) {
+    g[j] = in_binade(j >= 32 && j < 64 ? 0x1p59f : 1.0f);
+  }
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < cols; ++j) {
+      float v = in_binade(1.0f);
+      if (j < 32) v = 0.0f;
+      if (j >= 32 && j < 64) {
+        v = static_cast<float>(1 + next() % 7) * 0x1p-133f;  // 1-3 bits
+      }
+      x[r * cols + j] = next() & 1 ? -v : v;
+    }
+  }
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+  in.rows = rows;
+  in.cols = cols;
+  in.eps = 1e-6f;
+  in.x = Store(in.x_type, x);
+  in.gamma = Store(in.p_type, g);
+  ExpectSameBytesOnEveryIsa(in);
+}
+
 // bf16 RMSNorm and L2 rows take their first statistics from fp32 sums of
 // squares, on AVX512_BF16 by VDPBF16PS, which flushes subnormal results to
 // zero (kSquaresFlush in lib/checked_stats-inl.h). Rows whose squares sit
