@@ -377,6 +377,35 @@ TEST(CorrectRounding, LayerNormShiftChoicesMatchTheReference) {
   }
 }
 
+// A linear congruential generator's top 16 bits, and bf16 values from it.
+struct Lcg {
+  uint32_t state;
+  uint32_t Next() {
+    state = state * 1664525u + 1013904223u;
+    return state >> 16;
+  }
+  // scale times a bf16 value in [1, 2).
+  float InBinade(float scale) {
+    return scale * (1.0f + static_cast<float>(Next() & 0x7F) / 128);
+  }
+};
+
+// RMSNorm of bf16 x, y and gamma (eps 1e-6) on every ISA against the
+// reference's bytes.
+void ExpectBf16RmsNormOnEveryIsa(size_t rows, size_t cols,
+                                 const std::vector<float>& x,
+                                 const std::vector<float>& g) {
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
+  in.rows = rows;
+  in.cols = cols;
+  in.eps = 1e-6f;
+  in.x = Store(in.x_type, x);
+  in.gamma = Store(in.p_type, g);
+  ExpectSameBytesOnEveryIsa(in);
+}
+
 // TameChunk leaves out its test of tiny v where the row's smallest nonzero
 // |x| times mul, times the smallest nonzero |g|, keeps every v of a nonzero
 // x and g above 2^-59 (TinyV). Where not, the test must stay: a bf16
@@ -388,32 +417,18 @@ TEST(CorrectRounding, LayerNormShiftChoicesMatchTheReference) {
 // rows of 64.
 TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
   const size_t rows = 4000, cols = 64;
-  uint32_t state = 7u;
-  const auto next = [&state] {  // a linear congruential generator
-    state = state * 1664525u + 1013904223u;
-    return state >> 16;
-  };
+  Lcg lcg{7u};
   // Even columns: x a bf16 subnormal, |g| in [2^59, 2^60); odd ones: both
   // in [1, 2), so that mul is near 1.
-  const auto in_binade = [&](float scale) {
-    return scale * (1.0f + static_cast<float>(next() & 0x7F) / 128);
-  };
   std::vector<float> x(rows * cols), g(cols);
-  for (size_t j = 0; j < cols; ++j) g[j] = in_binade(j % 2 ? 1.0f : 0x1p59f);
+  for (size_t j = 0; j < cols; ++j) g[j] = lcg.InBinade(j % 2 ? 1.0f : 0x1p59f);
   for (size_t i = 0; i < x.size(); ++i) {
-    const float v = i % 2 ? in_binade(1.0f)
-                          : static_cast<float>(1 + next() % 127) * 0x1p-133f;
-    x[i] = next() & 1 ? -v : v;
+    const float v = i % 2
+                        ? lcg.InBinade(1.0f)
+                        : static_cast<float>(1 + lcg.Next() % 127) * 0x1p-133f;
+    x[i] = lcg.Next() & 1 ? -v : v;
   }
-  Inputs in;
-  in.kind = SIMDNORM_RMSNORM;
-  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
-  in.rows = rows;
-  in.cols = cols;
-  in.eps = 1e-6f;
-  in.x = Store(in.x_type, x);
-  in.gamma = Store(in.p_type, g);
-  ExpectSameBytesOnEveryIsa(in);
+  ExpectBf16RmsNormOnEveryIsa(rows, cols, x, g);
 }
 
 // The sums of squares also find each bf16 row's smallest nonzero |x|
@@ -426,37 +441,22 @@ TEST(CorrectRounding, SubnormalXTimesLargeGammaMatchesTheReference) {
 // allows, which only the tiny test sends to the decisions.
 TEST(CorrectRounding, ZerosBesideSubnormalXMatchTheReference) {
   const size_t rows = 64, cols = 256;
-  uint32_t state = 5u;
-  const auto next = [&state] {  // a linear congruential generator
-    state = state * 1664525u + 1013904223u;
-    return state >> 16;
-  };
-  const auto in_binade = [&](float scale) {
-    return scale * (1.0f + static_cast<float>(next() & 0x7F) / 128);
-  };
+  Lcg lcg{5u};
   std::vector<float> x(rows * cols), g(cols);
   for (size_t j = 0; j < cols; ++j) {
-    g[j] = in_binade(j >= 32 && j < 64 ? 0x1p59f : 1.0f);
+    g[j] = lcg.InBinade(j >= 32 && j < 64 ? 0x1p59f : 1.0f);
   }
   for (size_t r = 0; r < rows; ++r) {
     for (size_t j = 0; j < cols; ++j) {
-      float v = in_binade(1.0f);
+      float v = lcg.InBinade(1.0f);
       if (j < 32) v = 0.0f;
       if (j >= 32 && j < 64) {
-        v = static_cast<float>(1 + next() % 7) * 0x1p-133f;  // 1-3 bits
+        v = static_cast<float>(1 + lcg.Next() % 7) * 0x1p-133f;  // 1-3 bits
       }
-      x[r * cols + j] = next() & 1 ? -v : v;
+      x[r * cols + j] = lcg.Next() & 1 ? -v : v;
     }
   }
-  Inputs in;
-  in.kind = SIMDNORM_RMSNORM;
-  in.x_type = in.y_type = in.p_type = SIMDNORM_BF16;
-  in.rows = rows;
-  in.cols = cols;
-  in.eps = 1e-6f;
-  in.x = Store(in.x_type, x);
-  in.gamma = Store(in.p_type, g);
-  ExpectSameBytesOnEveryIsa(in);
+  ExpectBf16RmsNormOnEveryIsa(rows, cols, x, g);
 }
 
 // bf16 RMSNorm and L2 rows take their first statistics from fp32 sums of
@@ -467,17 +467,12 @@ TEST(CorrectRounding, ZerosBesideSubnormalXMatchTheReference) {
 // partial one (cols 200), must keep every ISA on the reference's bytes.
 TEST(CorrectRounding, SquaresNearTheSubnormalRangeMatchTheReference) {
   const size_t rows = 64;
-  uint32_t state = 11u;
-  const auto next = [&state] {  // a linear congruential generator
-    state = state * 1664525u + 1013904223u;
-    return state >> 16;
-  };
+  Lcg lcg{11u};
   // A bf16 value in [2^e, 2^(e + 1)) for e in [lo, hi], either sign.
   const auto value = [&](int lo, int hi) {
-    const int e = lo + static_cast<int>(next() % (hi - lo + 1));
-    const float v =
-        std::ldexp(1.0f + static_cast<float>(next() & 0x7F) / 128, e);
-    return next() & 1 ? -v : v;
+    const int e = lo + static_cast<int>(lcg.Next() % (hi - lo + 1));
+    const float v = std::ldexp(lcg.InBinade(1.0f), e);
+    return lcg.Next() & 1 ? -v : v;
   };
   for (size_t cols : {size_t{896}, size_t{200}}) {
     std::vector<float> x(rows * cols);
@@ -495,7 +490,7 @@ TEST(CorrectRounding, SquaresNearTheSubnormalRangeMatchTheReference) {
             v = value(-66, -61);
             break;
           default:  // normal rows with a tenth of them tiny
-            v = next() % 10 == 0 ? value(-75, -64) : value(-3, 1);
+            v = lcg.Next() % 10 == 0 ? value(-75, -64) : value(-3, 1);
         }
       }
     }
