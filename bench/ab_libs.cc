@@ -21,11 +21,12 @@
 // unless param gives theirs); flags: simdnorm_desc.flags (e.g. 1 =
 // SIMDNORM_ROUND_NORMALIZED, 8 = SIMDNORM_FAST_ROUNDING). kind KIND-backward
 // (layernorm, rmsnorm) times simdnorm_backward instead: dx, dgamma and dbeta
-// (layernorm) from the forward's saved statistics, as autograd calls it; dy =
-// N(0,1). kind groupnorm-nchw or groupnorm-nhwc times simdnorm_group_norm on
-// one sample of cols channels and rows positions, 32 groups (gamma, beta);
-// batchnorm-training-nchw or -nhwc simdnorm_batch_norm in training on the
-// same shape, batchnorm-nchw or -nhwc in inference.
+// (layernorm) from the forward's saved statistics, as autograd calls it
+// (saved=no: without them, as a C caller may); dy = N(0,1). kind groupnorm-nchw
+// or groupnorm-nhwc times simdnorm_group_norm on one sample of cols channels
+// and rows positions, 32 groups (gamma, beta); batchnorm-training-nchw or -nhwc
+// simdnorm_batch_norm in training on the same shape, batchnorm-nchw or -nhwc in
+// inference.
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
@@ -287,8 +288,10 @@ int main(int argc, char** argv) {
     bd.gamma = gamma.p;
     bd.eps = d.eps;
     bd.max_threads = 1;
-    bd.mean = d.mean_out;
-    bd.rstd = d.rstd_out;
+    if (opt["saved"] != "no") {  // saved=no: the backward recomputes them
+      bd.mean = d.mean_out;
+      bd.rstd = d.rstd_out;
+    }
   }
 
   using Clock = std::chrono::steady_clock;
