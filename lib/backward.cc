@@ -104,7 +104,8 @@ Status Backward(const simdnorm_backward_desc& d) {
   const size_t bytes = ElementSize(static_cast<simdnorm_dtype>(p.x_type)) +
                        ElementSize(static_cast<simdnorm_dtype>(p.dy_type)) +
                        ElementSize(static_cast<simdnorm_dtype>(p.dx_type));
-  a.pair_rows = num_sums > 0 && p.rows * n * bytes <= CacheResidentBytes();
+  a.far = AroundCaches(p.flags, p.rows * n * bytes);
+  a.pair_rows = num_sums > 0 && !a.far;
   BackwardCall call{ActiveIsa().backward[p.x_type][p.dy_type][p.dx_type], a,
                     p.rows, nullptr, nullptr};
   if (num_sums == 0) {

@@ -37,6 +37,9 @@ struct BackwardArgs {
   // Pass 3 two rows at a time (dgamma or dbeta wanted and the call's x, dy
   // and dx in the caches: backward.cc); the same bits either way.
   bool pair_rows = false;
+  // The call moves more than the caches keep (backward.cc): pass 3 asks
+  // for the next row and streams f32 dx (backward_rows-inl.h: Far).
+  bool far = false;
 };
 
 // dx of rows [row_begin, row_end); with dgamma (dbeta) not null, also the
@@ -69,6 +72,7 @@ struct BackwardProblem {
   float gamma_offset;  // -0.0f when the caller's is 0: g + -0 == g always
   float* dgamma;
   float* dbeta;
+  unsigned flags;  // SIMDNORM_Y_STREAM, SIMDNORM_Y_CACHED (for dx) or 0
 };
 
 // SIMDNORM_OK with *p filled, or the status of the first problem found, in

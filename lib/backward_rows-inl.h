@@ -14,7 +14,8 @@
 //    32 vectors added in double (as the forward's sums);
 // 3. dx = r * ((g - a) - xhat * c) with a = S1 / n (centered kinds; else
 //    0) and c = w * S2, and, for dgamma and dbeta, the block's sums of
-//    dy * xhat and dy (fp32, in row order).
+//    dy * xhat and dy (fp32, in row order). Out of the caches it also asks
+//    for the next row's x and dy and streams f32 dx (Far).
 // r is applied as rf * p2 (p2 a power of two, 1 unless r is beyond 2^+-100)
 // so that a row of tiny values, whose r exceeds FLT_MAX, still has a finite
 // dx. docs/accuracy.md ("Backward") bounds the error.
@@ -30,10 +31,13 @@
 #define SIMDNORM_LIB_BACKWARD_ROWS_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "hwy/highway.h"
@@ -264,11 +268,14 @@ HWY_NOINLINE void GradRow2(const internal::BackwardArgs& a, size_t r,
   row1 = GradRowOf(df, a, r + 1, x + a.x_stride, dy + a.dy_stride);
 }
 
-// Stores v at i (all lanes, or the tail's count).
-template <At kAt, class DF, typename T>
+// Stores v at i (all lanes, or the tail's count); kStream: f32 lanes with
+// a non-temporal store (p + i aligned to the vector).
+template <At kAt, bool kStream = false, class DF, typename T>
 HWY_INLINE void StoreAt(DF df, hn::Vec<DF> v, T* p, size_t i, size_t count) {
   if constexpr (kAt == At::kTail) {
     StoreTailF(df, v, p + i, count);
+  } else if constexpr (kStream && std::is_same_v<T, float>) {
+    hn::Stream(v, df, p + i);
   } else {
     StoreF(df, v, p + i);
   }
@@ -276,7 +283,7 @@ HWY_INLINE void StoreAt(DF df, hn::Vec<DF> v, T* p, size_t i, size_t count) {
 
 // dx at i from the vector's xhat, dy and scale; kP2: rf * p2 with p2 != 1
 // (a product by p2 = 1 is exact, so skipping it changes no bit).
-template <At kAt, bool kP2, class DF, typename TDX>
+template <At kAt, bool kP2, bool kStream = false, class DF, typename TDX>
 HWY_INLINE void DxAt(DF df, hn::Vec<DF> xhat, hn::Vec<DF> dyv,
                      hn::Vec<DF> scale, TDX* dx, size_t i, size_t count,
                      hn::Vec<DF> va, hn::Vec<DF> vc, hn::Vec<DF> rf,
@@ -284,12 +291,12 @@ HWY_INLINE void DxAt(DF df, hn::Vec<DF> xhat, hn::Vec<DF> dyv,
   const auto g = hn::Mul(dyv, scale);
   auto v = hn::Mul(hn::NegMulAdd(xhat, vc, hn::Sub(g, va)), rf);
   if constexpr (kP2) v = hn::Mul(v, p2);
-  StoreAt<kAt>(df, v, dx, i, count);
+  StoreAt<kAt, kStream>(df, v, dx, i, count);
 }
 
 // Pass 3's step at i for one row: dx (kWriteDx) and the block's sums.
-template <At kAt, bool kWriteDx, bool kP2 = true, class DF, typename TX,
-          typename TDY, typename TDX>
+template <At kAt, bool kWriteDx, bool kP2 = true, bool kStream = false,
+          class DF, typename TX, typename TDY, typename TDX>
 HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
                        const float* scale, float scale_const, float* dgamma,
                        float* dbeta, size_t i, size_t count, hn::Vec<DF> s,
@@ -302,9 +309,9 @@ HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
   const auto g0 = dgamma ? LoadAt<kAt>(df, dgamma + i, count) : hn::Zero(df);
   const auto b0 = dbeta ? LoadAt<kAt>(df, dbeta + i, count) : hn::Zero(df);
   if constexpr (kWriteDx) {
-    DxAt<kAt, kP2>(df, xhat, dyv,
-                   ScaleAt<kAt>(df, scale, scale_const, i, count), dx, i, count,
-                   va, vc, rf, p2);
+    DxAt<kAt, kP2, kStream>(df, xhat, dyv,
+                            ScaleAt<kAt>(df, scale, scale_const, i, count), dx,
+                            i, count, va, vc, rf, p2);
   }
   if (dgamma != nullptr) {
     StoreAt<kAt>(df, hn::MulAdd(dyv, xhat, g0), dgamma, i, count);
@@ -312,13 +319,22 @@ HWY_INLINE void GradAt(DF df, const TX* HWY_RESTRICT x, const TDY* dy, TDX* dx,
   if (dbeta != nullptr) StoreAt<kAt>(df, hn::Add(dyv, b0), dbeta, i, count);
 }
 
+// How pass 3 meets memory: in the caches (kNear), or out of them (the
+// call moves more than they keep: BackwardArgs::far), where it asks for the
+// next row's x and dy while it writes this row's dx, so that reads overlap
+// the writes (kPrefetch), and with f32 dx also writes dx by non-temporal
+// stores, which do not read its lines first (kStream).
+enum class Far { kNear, kPrefetch, kStream };
+
 // Pass 3 over a row. dx may be dy: each vector is loaded before it is
-// stored.
-template <bool kWriteDx, bool kP2 = true, class DF, typename TX, typename TDY,
-          typename TDX>
+// stored. next_x and next_dy: the row that follows (kFar != kNear).
+template <bool kWriteDx, bool kP2 = true, Far kFar = Far::kNear, class DF,
+          typename TX, typename TDY, typename TDX>
 HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
                             const TDY* dy, TDX* dx, const GradRow& row,
-                            float* dgamma, float* dbeta) {
+                            float* dgamma, float* dbeta,
+                            const TX* next_x = nullptr,
+                            const TDY* next_dy = nullptr) {
   const size_t N = hn::Lanes(df), n = a.cols;
   const auto s = hn::Set(df, row.k.s), m = hn::Set(df, row.k.m);
   const auto mul = hn::Set(df, row.k.mul), add = hn::Set(df, row.k.add);
@@ -327,10 +343,27 @@ HWY_NOINLINE void GradApply(DF df, const internal::BackwardArgs& a, const TX* x,
   const float* scale = a.scale;  // copies: a store to dx may alias a's
   const float scale_const = a.scale_const;
   size_t i = 0;
+  if constexpr (kFar == Far::kStream) {
+    // The elements before dx's first vector boundary with cached stores
+    // (rows of a std::vector sit 16 bytes off), the rest streamed. Pass 3
+    // is elementwise: where the vectors start changes no bit.
+    const size_t head = std::min(
+        n, (N - reinterpret_cast<uintptr_t>(dx) / sizeof(float) % N) % N);
+    if (head != 0) {
+      GradAt<At::kTail, kWriteDx, kP2>(df, x, dy, dx, scale, scale_const,
+                                       dgamma, dbeta, 0, head, s, m, mul, add,
+                                       va, vc, rf, p2);
+      i = head;
+    }
+  }
   for (; i + N <= n; i += N) {
-    GradAt<At::kFull, kWriteDx, kP2>(df, x, dy, dx, scale, scale_const, dgamma,
-                                     dbeta, i, 0, s, m, mul, add, va, vc, rf,
-                                     p2);
+    if constexpr (kFar != Far::kNear) {
+      hwy::Prefetch(next_x + i);
+      hwy::Prefetch(next_dy + i);
+    }
+    GradAt<At::kFull, kWriteDx, kP2, kFar == Far::kStream>(
+        df, x, dy, dx, scale, scale_const, dgamma, dbeta, i, 0, s, m, mul, add,
+        va, vc, rf, p2);
   }
   if (i < n) {
     GradAt<At::kTail, kWriteDx, kP2>(df, x, dy, dx, scale, scale_const, dgamma,
@@ -407,16 +440,36 @@ HWY_NOINLINE void GradApply2(DF df, const internal::BackwardArgs& a,
   }
 }
 
-// Pass 3 of one row (GradApply, or the NaN row's sums and fill).
+// Whether dx can take non-temporal stores: f32, aligned to a float (from
+// its first vector boundary on: GradApply).
+template <typename TDX>
+HWY_INLINE bool Streamable(const TDX* dx) {
+  if constexpr (std::is_same_v<TDX, float>) {
+    return reinterpret_cast<uintptr_t>(dx) % sizeof(float) == 0;
+  } else {
+    (void)dx;
+    return false;
+  }
+}
+
+// Pass 3 of one row (GradApply, or the NaN row's sums and fill); next_x
+// and next_dy: the row that follows, or this one if none does.
 template <class DF, typename TX, typename TDY, typename TDX>
 HWY_INLINE void GradRowApply(DF df, const internal::BackwardArgs& a,
                              const TX* x, const TDY* dy, TDX* dx,
-                             const GradRow& row, float* dgamma, float* dbeta) {
+                             const GradRow& row, float* dgamma, float* dbeta,
+                             const TX* next_x, const TDY* next_dy) {
   if (HWY_LIKELY(!row.nan)) {
-    if (row.p2 == 1.0f) {
-      GradApply<true, false>(df, a, x, dy, dx, row, dgamma, dbeta);
-    } else {
+    if (row.p2 != 1.0f) {
       GradApply<true, true>(df, a, x, dy, dx, row, dgamma, dbeta);
+    } else if (!a.far) {
+      GradApply<true, false>(df, a, x, dy, dx, row, dgamma, dbeta);
+    } else if (Streamable(dx)) {
+      GradApply<true, false, Far::kStream>(df, a, x, dy, dx, row, dgamma, dbeta,
+                                           next_x, next_dy);
+    } else {
+      GradApply<true, false, Far::kPrefetch>(df, a, x, dy, dx, row, dgamma,
+                                             dbeta, next_x, next_dy);
     }
     return;
   }
@@ -461,14 +514,18 @@ HWY_NOINLINE void BackwardRows(const internal::BackwardArgs& a,
       }
       continue;
     }
-    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row0, dgamma, dbeta);
+    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row0, dgamma, dbeta,
+                 x_of(r + 1), dy_of(r + 1));
     GradRowApply(df, a, x_of(r + 1), dy_of(r + 1), dx_of(r + 1), row1, dgamma,
-                 dbeta);
+                 dbeta, x_of(r + 1), dy_of(r + 1));
   }
   for (; r < row_end; ++r) {
     const GradRow row = GradRow1<TX, TDY>(a, r);
-    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row, dgamma, dbeta);
+    const size_t next = r + 1 < row_end ? r + 1 : r;
+    GradRowApply(df, a, x_of(r), dy_of(r), dx_of(r), row, dgamma, dbeta,
+                 x_of(next), dy_of(next));
   }
+  if (a.far) hwy::FlushStream();  // order the streamed stores
 }
 
 // Null where the target takes another's kernel (kCompiledHere: dx is

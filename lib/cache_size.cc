@@ -1,11 +1,16 @@
 // The share of the last-level cache one core can fill, from the CPU.
 #include "lib/cache_size.h"
 
+#include <strings.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+
+#include "simdnorm/simdnorm.h"
 
 namespace simdnorm {
 namespace internal {
@@ -35,6 +40,16 @@ size_t CoreL3Bytes() {
   return l3 > 0 ? static_cast<size_t>(l3) : 0;
 }
 
+// SIMDNORM_STREAM: -1 never, 1 always, 0 the default policy (unset,
+// "auto", or anything else).
+int StreamOverride() {
+  const char* env = std::getenv("SIMDNORM_STREAM");
+  if (env == nullptr) return 0;
+  if (strcasecmp(env, "always") == 0) return 1;
+  if (strcasecmp(env, "never") == 0) return -1;
+  return 0;
+}
+
 }  // namespace
 
 size_t CacheResidentBytes() {
@@ -43,6 +58,14 @@ size_t CacheResidentBytes() {
     return l3 > 0 ? l3 / 2 : size_t{16} << 20;
   }();
   return bytes;
+}
+
+bool AroundCaches(unsigned flags, size_t bytes) {
+  if (flags & SIMDNORM_Y_CACHED) return false;
+  if (flags & SIMDNORM_Y_STREAM) return true;
+  static const int override = StreamOverride();
+  if (override != 0) return override > 0;
+  return bytes > CacheResidentBytes();
 }
 
 }  // namespace internal

@@ -14,6 +14,13 @@ namespace internal {
 // it returns. Read once.
 size_t CacheResidentBytes();
 
+// The store policy of a call's output (simdnorm.h, SIMDNORM_Y_STREAM):
+// whether it goes around the caches. The flags' SIMDNORM_Y_STREAM or
+// SIMDNORM_Y_CACHED decide; else SIMDNORM_STREAM=always|never in the
+// environment (any case, read once); else whether the call moves more
+// than CacheResidentBytes().
+bool AroundCaches(unsigned flags, size_t bytes);
+
 }  // namespace internal
 }  // namespace simdnorm
 

@@ -1,8 +1,5 @@
 // The core entry point: validate, pick the active ISA's kernel, run rows.
-#include <strings.h>
-
 #include <cstddef>
-#include <cstdlib>
 
 #include "lib/cache_size.h"
 #include "lib/descriptor.h"
@@ -14,19 +11,6 @@
 namespace simdnorm {
 namespace {
 
-// SIMDNORM_STREAM=always|never (any case), read once: -1 never, 1 always,
-// 0 the default policy (unset, "auto", or anything else).
-int StreamOverride() {
-  static const int v = [] {
-    const char* env = std::getenv("SIMDNORM_STREAM");
-    if (env == nullptr) return 0;
-    if (strcasecmp(env, "always") == 0) return 1;
-    if (strcasecmp(env, "never") == 0) return -1;
-    return 0;
-  }();
-  return v;
-}
-
 // The default store policy (simdnorm.h, SIMDNORM_Y_STREAM): y goes around
 // the caches when the call moves (x read + y written) more than half the
 // L3 one core can fill (CacheResidentBytes). Such a call evicts its own
@@ -35,14 +19,12 @@ int StreamOverride() {
 // of 896 floats are 2x faster (docs/performance.md). A host whose L3 holds
 // the call keeps cached stores.
 bool StreamOutput(const simdnorm_desc& d, const internal::Problem& p) {
-  if (p.y_type == SIMDNORM_I8 || (d.flags & SIMDNORM_Y_CACHED)) return false;
-  if (d.flags & SIMDNORM_Y_STREAM) return true;
-  if (const int o = StreamOverride()) return o > 0;
+  if (p.y_type == SIMDNORM_I8) return false;
   const size_t elem =
       internal::ElementSize(static_cast<simdnorm_dtype>(p.x_type)) +
       internal::ElementSize(static_cast<simdnorm_dtype>(p.y_type));
   // rows * cols * elem cannot overflow: validation bounded both spans.
-  return p.rows * p.args.cols * elem > internal::CacheResidentBytes();
+  return internal::AroundCaches(d.flags, p.rows * p.args.cols * elem);
 }
 
 }  // namespace

@@ -312,7 +312,8 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
                      x_type, dy_type, dx_type, param_type);
   if (types != SIMDNORM_OK) return types;
   if (!(d->eps >= 0.0f) || !std::isfinite(d->eps) ||
-      !std::isfinite(d->gamma_offset) || d->flags != 0) {
+      !std::isfinite(d->gamma_offset) || (d->flags & ~kStoreFlags) != 0 ||
+      d->flags == kStoreFlags) {
     return SIMDNORM_INVALID_ARGUMENT;
   }
   // Saved statistics: LayerNorm reads both, RMSNorm rstd only; L2 none.
@@ -384,6 +385,7 @@ simdnorm_status ValidateBackward(const simdnorm_backward_desc* d,
   p->gamma = d->gamma;
   p->dgamma = d->dgamma;
   p->dbeta = d->dbeta;
+  p->flags = d->flags;
   return SIMDNORM_OK;
 }
 

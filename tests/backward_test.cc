@@ -107,6 +107,7 @@ struct Grad {
   std::vector<float> dgamma, dbeta;
   std::vector<float> mean, rstd;  // the forward's saved statistics, or none
   size_t max_threads = 0;
+  unsigned flags = 0;
 
   simdnorm_backward_desc Desc() {
     simdnorm_backward_desc d{};
@@ -130,6 +131,7 @@ struct Grad {
     d.dgamma = dgamma.empty() ? nullptr : dgamma.data();
     d.dbeta = dbeta.empty() ? nullptr : dbeta.data();
     d.max_threads = max_threads;
+    d.flags = flags;
     d.mean = mean.empty() ? nullptr : mean.data();
     d.rstd = rstd.empty() ? nullptr : rstd.data();
     return d;
@@ -694,6 +696,10 @@ TEST(BackwardStatus, BadDescriptorsWriteNothing) {
        [](simdnorm_backward_desc& d, Grad&) { d.gamma_offset = INFINITY; }},
       {"flags", SIMDNORM_INVALID_ARGUMENT,
        [](simdnorm_backward_desc& d, Grad&) { d.flags = 1; }},
+      {"both store flags", SIMDNORM_INVALID_ARGUMENT,
+       [](simdnorm_backward_desc& d, Grad&) {
+         d.flags = SIMDNORM_Y_STREAM | SIMDNORM_Y_CACHED;
+       }},
       {"x NULL", SIMDNORM_INVALID_ARGUMENT,
        [](simdnorm_backward_desc& d, Grad&) { d.x = nullptr; }},
       {"dy NULL", SIMDNORM_INVALID_ARGUMENT,
@@ -975,6 +981,64 @@ TEST(BackwardStatus, SavedStatisticsChecked) {
 
 // The registry says which kinds have a backward; the C++ wrappers are the
 // C call.
+// The store policies (flags SIMDNORM_Y_CACHED, 0, SIMDNORM_Y_STREAM: a
+// call this small keeps cached stores by default; streamed, pass 3 asks
+// for the next row and writes f32 dx by non-temporal stores from its first
+// vector boundary on) write the same bytes: dx (with the stride's gaps
+// untouched), dgamma and dbeta. Rows of 901 floats 3 apart in stride put
+// the rows' starts at every 4-byte offset from a vector boundary; a NaN
+// row, a row of tiny values (r beyond 2^100: dx's p2 != 1), in place,
+// saved statistics, one thread and the default.
+TEST_P(BackwardTest, StorePoliciesWriteTheSameBits) {
+  struct Shape {
+    size_t cols, extra;
+  };
+  for (simdnorm_kind kind : BackwardKinds()) {
+    for (simdnorm_dtype t : {SIMDNORM_F32, SIMDNORM_BF16}) {
+      for (const Shape s : {Shape{896, 0}, Shape{901, 3}, Shape{17, 1}}) {
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool in_place = variant & 1, saved = variant & 2;
+          if (saved && kind == SIMDNORM_L2NORM) continue;
+          Grad p = MakeGrad(kind, 37, s.cols, Family::kTypical, t, t, t,
+                            SIMDNORM_F32, true, s.extra);
+          for (size_t j = 0; j < s.cols; ++j) {
+            p.x.Set(6, j, p.x.Get(6, j) * 1e-35);
+          }
+          if (saved) ForwardSaving(p, SIMDNORM_F32);
+          p.x.Set(3, 2, NAN);
+          p.in_place = in_place;
+          p.max_threads = variant == 3 ? 0 : 1;
+          const std::string what =
+              Name(p, (" stride +" + std::to_string(s.extra) +
+                       (in_place ? " in place" : "") + (saved ? " saved" : ""))
+                          .c_str());
+          Grad want = p;
+          want.flags = SIMDNORM_Y_CACHED;
+          simdnorm_backward_desc d = want.Desc();
+          ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK) << what;
+          for (unsigned flags : {0u, unsigned{SIMDNORM_Y_STREAM}}) {
+            Grad got = p;
+            got.flags = flags;
+            d = got.Desc();
+            ASSERT_EQ(simdnorm_backward(&d), SIMDNORM_OK) << what;
+            EXPECT_EQ(got.Out().storage.size(), want.Out().storage.size());
+            EXPECT_EQ(0, std::memcmp(got.Out().storage.data(),
+                                     want.Out().storage.data(),
+                                     want.Out().storage.size() * 4))
+                << what << " flags " << flags;
+            EXPECT_EQ(0, std::memcmp(got.dgamma.data(), want.dgamma.data(),
+                                     s.cols * 4))
+                << what << " flags " << flags;
+            EXPECT_EQ(
+                0, std::memcmp(got.dbeta.data(), want.dbeta.data(), s.cols * 4))
+                << what << " flags " << flags;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(BackwardRegistry, EveryKindHasOne) {
   EXPECT_EQ(BackwardKinds().size(), AllKinds().size());
   EXPECT_GE(SIMDNORM_VERSION, 400);

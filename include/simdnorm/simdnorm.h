@@ -272,7 +272,11 @@ typedef struct simdnorm_backward_desc {
   float* dgamma;
   float* dbeta;
   size_t max_threads; /* 0 = arena default, 1 = calling thread only */
-  unsigned flags;     /* 0 (none defined yet) */
+  /* 0, SIMDNORM_Y_STREAM or SIMDNORM_Y_CACHED: how dx is written, as y
+   * by simdnorm_normalize (by default non-temporal, f32 dx only, when the
+   * call moves more than half the last-level cache); the same bits either
+   * way. */
+  unsigned flags;
   /* The forward's saved statistics (simdnorm_desc's mean_out and
    * rstd_out on the same x, eps and kind), rows floats each, NULL = none:
    * then the kernels skip recomputing them (one pass over x fewer).
