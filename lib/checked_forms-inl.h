@@ -29,7 +29,6 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
                                       const Weights<TP> w, size_t n,
                                       const RowScale& k, const YBound& yb,
                                       LazyCrRow<kLayerNorm, TX>& cr) {
-  constexpr bool kQuiet = kQuietNaNs<TP>;
   const size_t N = hn::Lanes(df);
   internal::CrCache cache;
   const size_t paired_end = n / (2 * N) * (2 * N);
@@ -47,30 +46,14 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
                                      units, TinyV(k, 2, w.tame_min_g), redo)) {
     ForChunks(paired_end, redo);
   }
-  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
-  const auto add = hn::Set(df, k.add);
-  const auto vr = hn::Set(df, yb.r), vag = hn::Set(df, yb.ag);
-  const auto vab = hn::Set(df, yb.ab);
-  hn::Vec<DF> v;
-  size_t i = paired_end;
-  for (; i + N <= n; i += N) {
-    const auto clear = LeanCheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, vr, vag, vab, v);
-    StoreF<kQuiet>(df, v, y + i);
-    if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
-                  cache);
-    }
-  }
-  if (i < n) {
-    const auto clear = LeanCheckedAt<kLayerNorm, At::kTail, DF, TX, TY>(
-        df, x, w, i, n - i, m, mul, add, vr, vag, vab, v);
-    StoreTailF<kQuiet>(df, v, y + i, n - i);
-    if (!hn::AllTrue(df, clear)) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
-                  cache);
-    }
-  }
+  StoreCheckedVectors(
+      df, paired_end, n, y, w, cr, cache,
+      [&](auto at, size_t i, size_t count, hn::Vec<DF>& v) {
+        return LeanCheckedAt<kLayerNorm, decltype(at)::value, DF, TX, TY>(
+            df, x, w, i, count, hn::Set(df, k.m), hn::Set(df, k.mul),
+            hn::Set(df, k.add), hn::Set(df, yb.r), hn::Set(df, yb.ag),
+            hn::Set(df, yb.ab), v);
+      });
 }
 
 // The 2N results of a checked row at i in Hugging Face's order (as

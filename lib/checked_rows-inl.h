@@ -310,6 +310,39 @@ HWY_INLINE void DecideHFLanes(DF df, hn::Mask<DF> clear, hn::Mask<DF> t_clear,
               count, y, w, cr, cache, stride);
 }
 
+// Elements [i, n) of a checked row one vector at a time: checked_at(tag,
+// i, count, v), tag a std::integral_constant of At (kFull, then kTail for
+// the last count lanes), gives the vector's results in v and the lanes
+// that round as the exact values do; v is stored and the other lanes are
+// decided exactly.
+template <class DF, typename TY, typename TP, class CrRow, class CheckedFn>
+HWY_INLINE void StoreCheckedVectors(DF df, size_t i, size_t n, TY* y,
+                                    const Weights<TP>& w, CrRow& cr,
+                                    internal::CrCache& cache,
+                                    const CheckedFn& checked_at) {
+  constexpr bool kQuiet = kQuietNaNs<TP>;
+  const size_t N = hn::Lanes(df);
+  hn::Vec<DF> v;
+  for (; i + N <= n; i += N) {
+    const auto clear =
+        checked_at(std::integral_constant<At, At::kFull>(), i, 0, v);
+    StoreF<kQuiet>(df, v, y + i);
+    if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
+                  cache);
+    }
+  }
+  if (i < n) {
+    const auto clear =
+        checked_at(std::integral_constant<At, At::kTail>(), i, n - i, v);
+    StoreTailF<kQuiet>(df, v, y + i, n - i);
+    if (!hn::AllTrue(df, clear)) {
+      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
+                  cache);
+    }
+  }
+}
+
 // A row of 16-bit y, correctly rounded, one vector at a time (the rows the
 // lean form below does not take). x is never y (NormRowsChecked copies a
 // row normalized in place).
@@ -318,32 +351,15 @@ HWY_NOINLINE void ApplyRowChecked(DF df, const TX* x, TY* y,
                                   const Weights<TP> w, size_t n,
                                   const RowScale& k, const RowBound& bound,
                                   LazyCrRow<kLayerNorm, TX>& cr) {
-  constexpr bool kQuiet = kQuietNaNs<TP>;
-  const size_t N = hn::Lanes(df);
-  const auto m = hn::Set(df, k.m), mul = hn::Set(df, k.mul);
-  const auto add = hn::Set(df, k.add);
-  const auto alpha = hn::Set(df, bound.alpha), beta = hn::Set(df, bound.beta);
   internal::CrCache cache;
-  hn::Vec<DF> v;
-  size_t i = 0;
-  for (; i + N <= n; i += N) {
-    const auto clear = CheckedAt<kLayerNorm, At::kFull, DF, TX, TY>(
-        df, x, w, i, 0, m, mul, add, alpha, beta, v);
-    StoreF<kQuiet>(df, v, y + i);
-    if (HWY_UNLIKELY(!hn::AllTrue(df, clear))) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, N, y, w, cr,
-                  cache);
-    }
-  }
-  if (i < n) {
-    const auto clear = CheckedAt<kLayerNorm, At::kTail, DF, TX, TY>(
-        df, x, w, i, n - i, m, mul, add, alpha, beta, v);
-    StoreTailF<kQuiet>(df, v, y + i, n - i);
-    if (!hn::AllTrue(df, clear)) {
-      DecideLanes(df, hn::VecFromMask(df, hn::Not(clear)), i, n - i, y, w, cr,
-                  cache);
-    }
-  }
+  StoreCheckedVectors(
+      df, 0, n, y, w, cr, cache,
+      [&](auto at, size_t i, size_t count, hn::Vec<DF>& v) {
+        return CheckedAt<kLayerNorm, decltype(at)::value, DF, TX, TY>(
+            df, x, w, i, count, hn::Set(df, k.m), hn::Set(df, k.mul),
+            hn::Set(df, k.add), hn::Set(df, bound.alpha),
+            hn::Set(df, bound.beta), v);
+      });
 }
 
 // The bound of a checked row's results in a form that costs fewer
