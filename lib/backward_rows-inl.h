@@ -268,13 +268,13 @@ HWY_NOINLINE void GradRow2(const internal::BackwardArgs& a, size_t r,
   row1 = GradRowOf(df, a, r + 1, x + a.x_stride, dy + a.dy_stride);
 }
 
-// Stores v at i (all lanes, or the tail's count); kStream: f32 lanes with
-// a non-temporal store (p + i aligned to the vector).
+// Stores v at i (all lanes, or the tail's count); kStream (f32 only): a
+// non-temporal store, p + i aligned to the vector.
 template <At kAt, bool kStream = false, class DF, typename T>
 HWY_INLINE void StoreAt(DF df, hn::Vec<DF> v, T* p, size_t i, size_t count) {
   if constexpr (kAt == At::kTail) {
     StoreTailF(df, v, p + i, count);
-  } else if constexpr (kStream && std::is_same_v<T, float>) {
+  } else if constexpr (kStream) {
     hn::Stream(v, df, p + i);
   } else {
     StoreF(df, v, p + i);
@@ -440,18 +440,6 @@ HWY_NOINLINE void GradApply2(DF df, const internal::BackwardArgs& a,
   }
 }
 
-// Whether dx can take non-temporal stores: f32, aligned to a float (from
-// its first vector boundary on: GradApply).
-template <typename TDX>
-HWY_INLINE bool Streamable(const TDX* dx) {
-  if constexpr (std::is_same_v<TDX, float>) {
-    return reinterpret_cast<uintptr_t>(dx) % sizeof(float) == 0;
-  } else {
-    (void)dx;
-    return false;
-  }
-}
-
 // Pass 3 of one row (GradApply, or the NaN row's sums and fill); next_x
 // and next_dy: the row that follows, or this one if none does.
 template <class DF, typename TX, typename TDY, typename TDX>
@@ -464,10 +452,16 @@ HWY_INLINE void GradRowApply(DF df, const internal::BackwardArgs& a,
       GradApply<true, true>(df, a, x, dy, dx, row, dgamma, dbeta);
     } else if (!a.far) {
       GradApply<true, false>(df, a, x, dy, dx, row, dgamma, dbeta);
-    } else if (Streamable(dx)) {
-      GradApply<true, false, Far::kStream>(df, a, x, dy, dx, row, dgamma, dbeta,
-                                           next_x, next_dy);
     } else {
+      // Non-temporal stores for f32 dx aligned to a float (streamed from
+      // its first vector boundary on: GradApply); 16-bit dx only prefetch.
+      if constexpr (std::is_same_v<TDX, float>) {
+        if (reinterpret_cast<uintptr_t>(dx) % sizeof(float) == 0) {
+          GradApply<true, false, Far::kStream>(df, a, x, dy, dx, row, dgamma,
+                                               dbeta, next_x, next_dy);
+          return;
+        }
+      }
       GradApply<true, false, Far::kPrefetch>(df, a, x, dy, dx, row, dgamma,
                                              dbeta, next_x, next_dy);
     }
