@@ -559,14 +559,42 @@ HWY_INLINE void StoreRounded(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
 
 // ------------------------------ Tails
 
+// Whether the tails below move T's lanes by masked loads and stores
+// instead of a memcpy call, which spilled the caller's vectors around it
+// and, read back at once, stalled store-to-load forwarding (a 7x7 plane of
+// bf16 BatchNorm spent a fifth of its time there). Only where the masked
+// forms touch no byte of a masked-off lane (no fault, no write): AVX-512BW
+// for 8- to 32-bit lanes, AVX2's VPMASKMOV for 32-bit ones. Elsewhere
+// Highway may emulate them with a whole-vector access.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+template <typename T>
+inline constexpr bool kMaskedTail = true;
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+template <typename T>
+inline constexpr bool kMaskedTail = sizeof(T) == 4;
+#else
+template <typename T>
+inline constexpr bool kMaskedTail = false;
+#endif
+
 // Loads the first `count` (<= Lanes) elements; the other lanes are zero.
 // A whole vector is loaded as it is: the copy, read back at once, stalls
 // store-to-load forwarding (~10 ns a row on Zen 5, LeadSharesSign's).
 template <class DF, typename T>
 HWY_INLINE hn::Vec<DF> LoadTailF(DF df, const T* HWY_RESTRICT p, size_t count) {
   if (count == hn::Lanes(df)) return LoadF(df, p);
-  HWY_ALIGN T buf[kMaxFloatLanes] = {};
-  std::memcpy(buf, p, count * sizeof(T));
+  HWY_ALIGN T buf[kMaxFloatLanes];
+  if constexpr (kMaskedTail<T>) {
+    // The buffer is written and read whole, so the load is forwarded.
+    using U = hwy::UnsignedFromSize<sizeof(T)>;
+    const hn::Rebind<U, DF> du;
+    hn::Store(hn::MaskedLoad(hn::FirstN(du, count), du,
+                             reinterpret_cast<const U*>(p)),
+              du, reinterpret_cast<U*>(buf));
+  } else {
+    std::memset(buf, 0, sizeof(buf));
+    std::memcpy(buf, p, count * sizeof(T));
+  }
   return LoadF(df, buf);
 }
 
@@ -576,7 +604,14 @@ HWY_INLINE void StoreTailF(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p,
                            size_t count) {
   HWY_ALIGN T buf[kMaxFloatLanes];
   StoreF<kQuietNaN>(df, v, buf);
-  std::memcpy(p, buf, count * sizeof(T));
+  if constexpr (kMaskedTail<T>) {
+    using U = hwy::UnsignedFromSize<sizeof(T)>;
+    const hn::Rebind<U, DF> du;
+    hn::BlendedStore(hn::Load(du, reinterpret_cast<const U*>(buf)),
+                     hn::FirstN(du, count), du, reinterpret_cast<U*>(p));
+  } else {
+    std::memcpy(p, buf, count * sizeof(T));
+  }
 }
 
 }  // namespace SIMDNORM_NAMESPACE
