@@ -26,7 +26,7 @@
 // or groupnorm-nhwc times simdnorm_group_norm on one sample of cols channels
 // and rows positions, 32 groups (gamma, beta); batchnorm-training-nchw or -nhwc
 // simdnorm_batch_norm in training on the same shape, batchnorm-nchw or -nhwc in
-// inference.
+// inference; samples=S splits the rows positions into S samples (n = S).
 #include <dlfcn.h>
 #include <simdnorm/simdnorm.h>
 
@@ -129,14 +129,14 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The fields of a group or batch descriptor for one sample of d.cols
-// channels and d.rows positions, with d's types, weights and flags.
+// The fields of a group or batch descriptor for `samples` samples of d.cols
+// channels and d.rows / samples positions, with d's types, weights and flags.
 template <class Desc>
 void ChannelDesc(const simdnorm_desc& d, const void* beta,
-                 const std::string& kind, Desc& e) {
-  e.n = 1;
+                 const std::string& kind, size_t samples, Desc& e) {
+  e.n = samples;
   e.c = d.cols;
-  e.hw = d.rows;
+  e.hw = d.rows / samples;
   e.layout = EndsWith(kind, "-nhwc") ? SIMDNORM_NHWC : SIMDNORM_NCHW;
   e.x = d.x;
   e.x_type = d.x_type;
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
                  "[rows=64] [cols=896] [offset=0] [yoffset=OFFSET] "
                  "[woffset=OFFSET] [batches=100] [flags=0] "
                  "[isa=NAME] [param=f32|bf16|f16] [weights=yes|none] "
-                 "[residual=no|yes]\n",
+                 "[residual=no|yes] [samples=1]\n",
                  argv[0]);
     return 2;
   }
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
       {"cols", "896"},     {"offset", "0"},   {"batches", "100"},
       {"yoffset", ""},     {"flags", "0"},    {"isa", ""},
       {"param", ""},       {"woffset", ""},   {"weights", "yes"},
-      {"residual", "no"},  {"saved", "no"}};
+      {"residual", "no"},  {"saved", "no"},   {"samples", "1"}};
   for (int i = 3; i < argc; ++i) {
     const char* eq = std::strchr(argv[i], '=');
     const std::string key =
@@ -199,6 +199,11 @@ int main(int argc, char** argv) {
   const Type tp = opt["param"].empty() ? tx : TypeOf(opt["param"]);
   const size_t rows = std::stoul(opt["rows"]), cols = std::stoul(opt["cols"]);
   const size_t offset = std::stoul(opt["offset"]);
+  const size_t samples = std::stoul(opt["samples"]);
+  if (samples == 0 || rows % samples != 0) {
+    std::fprintf(stderr, "samples must divide rows\n");
+    return 2;
+  }
   const auto offset_of = [&](const char* key) {
     return opt[key].empty() ? offset : std::stoul(opt[key]);
   };
@@ -258,7 +263,7 @@ int main(int argc, char** argv) {
   float* sums[2] = {reinterpret_cast<float*>(sums0.p),
                     reinterpret_cast<float*>(sums1.p)};
   simdnorm_group_desc gd = {};
-  ChannelDesc(d, beta.p, kind, gd);
+  ChannelDesc(d, beta.p, kind, samples, gd);
   gd.groups = 32;
   // Running statistics as training leaves them: a mean near 0 (not a bf16
   // value) and a variance near 1.
@@ -268,7 +273,7 @@ int main(int argc, char** argv) {
     running[cols + j] = 1.0f + 0.1f * std::fabs(normal(rng));
   }
   simdnorm_batch_desc nd = {};
-  ChannelDesc(d, beta.p, kind, nd);
+  ChannelDesc(d, beta.p, kind, samples, nd);
   nd.running_mean = running.data();
   nd.running_var = running.data() + cols;
   nd.momentum = 0.1f;
