@@ -120,11 +120,23 @@ RowScale ChannelScaleNchw(DF df, const TX* x, size_t n, size_t hw,
 template <typename TX, typename TY, class DF>
 HWY_INLINE void BatchNchwInference(DF df, const internal::BatchArgs& a,
                                    size_t begin, size_t end) {
+  // With more than one plane of a channel in the range (n > 1), each
+  // channel's constants are made once.
+  internal::Scratch scratch;
+  RowScale* scales = nullptr;
+  if (end - begin > a.c) {
+    scales = scratch.Take<RowScale>(a.c);
+    for (size_t ch = 0; ch < a.c; ++ch) {
+      scales[ch] = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    }
+  }
   for (size_t u = begin; u < end; ++u) {
     const size_t ch = u % a.c;
     const TX* x = static_cast<const TX*>(a.x) + u * a.hw;
     TY* y = static_cast<TY*>(a.y) + u * a.hw;
-    const RowScale k = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    const RowScale k =
+        scales ? scales[ch]
+               : InferenceScale(a.running_mean, a.running_var, a.eps, ch);
     if (HWY_UNLIKELY(NaNRow(k))) {
       FillNaN(df, y, static_cast<float*>(nullptr), 0, a.hw);
     } else {
@@ -261,6 +273,14 @@ void SetInferenceChannel(const internal::BatchArgs& a, size_t ch, const TX* x,
   ic->cr.step = step;
 }
 
+// What the lean loops need of an inference channel (InferenceChannel's
+// mode and constants): the same for each of its planes.
+struct PlaneSetup {
+  bool made = false;
+  Unit mode = Unit::kNaN;
+  CheckedConsts k{};
+};
+
 // Element j of an inference channel, decided.
 template <typename TX>
 uint16_t InferenceBits(const internal::BatchArgs& a, size_t ch,
@@ -280,15 +300,42 @@ HWY_NOINLINE void BatchNchwChecked(DF df, const internal::BatchArgs& a,
                                    size_t begin, size_t end) {
   std::unique_ptr<TX[]> copy;
   if (!a.training) {
+    // A channel's mode and constants come from its running statistics
+    // alone: where the range holds more than one plane of a channel (n > 1)
+    // they are made once (the set-up cost as much as a 7x7 plane's
+    // elements). A plane's decisions set up its CrRow on first need.
+    internal::Scratch scratch;
+    PlaneSetup* setups =
+        end - begin > a.c ? scratch.Take<PlaneSetup>(a.c) : nullptr;
     InferenceChannel ic;
     for (size_t u = begin; u < end; ++u) {
       const size_t ch = u % a.c;
       TY* y = static_cast<TY*>(a.y) + u * a.hw;
       const TX* x =
           UnitX(static_cast<const TX*>(a.x) + u * a.hw, y, a.hw, copy);
-      SetInferenceChannel<TX, TY>(a, ch, x, 1, &ic);
-      ApplyPlaneUnit(df, ic.mode, x, y, a.hw, ic.k, a.gamma[ch], a.beta[ch],
-                     [&](size_t i) { return InferenceBits<TX>(a, ch, ic, i); });
+      bool ready = false;
+      const auto set_up = [&] {
+        SetInferenceChannel<TX, TY>(a, ch, x, 1, &ic);
+        ready = true;
+      };
+      const Unit* mode = &ic.mode;
+      const CheckedConsts* k = &ic.k;
+      if (setups == nullptr) {
+        set_up();
+      } else {
+        PlaneSetup& s = setups[ch];
+        if (!s.made) {
+          set_up();
+          s = PlaneSetup{true, ic.mode, ic.k};
+        }
+        mode = &s.mode;
+        k = &s.k;
+      }
+      ApplyPlaneUnit(df, *mode, x, y, a.hw, *k, a.gamma[ch], a.beta[ch],
+                     [&](size_t i) {
+                       if (!ready) set_up();
+                       return InferenceBits<TX>(a, ch, ic, i);
+                     });
     }
     return;
   }
