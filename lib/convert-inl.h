@@ -564,9 +564,12 @@ HWY_INLINE void StoreRounded(DF df, hn::Vec<DF> v, bf16_t* HWY_RESTRICT p) {
 // and, read back at once, stalled store-to-load forwarding (a 7x7 plane of
 // bf16 BatchNorm spent a fifth of its time there). Only where the masked
 // forms touch no byte of a masked-off lane (no fault, no write): AVX-512BW
-// for 8- to 32-bit lanes, AVX2's VPMASKMOV for 32-bit ones. Elsewhere
-// Highway may emulate them with a whole-vector access.
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// for 8- to 32-bit lanes, SVE's predicated loads and stores, AVX2's
+// VPMASKMOV for 32-bit ones. Elsewhere Highway may emulate them with a
+// whole-vector access.
+#if (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || HWY_TARGET == HWY_SVE || \
+    HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2 ||               \
+    HWY_TARGET == HWY_SVE2_128
 template <typename T>
 inline constexpr bool kMaskedTail = true;
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
