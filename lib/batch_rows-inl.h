@@ -121,22 +121,24 @@ template <typename TX, typename TY, class DF>
 HWY_INLINE void BatchNchwInference(DF df, const internal::BatchArgs& a,
                                    size_t begin, size_t end) {
   // With more than one plane of a channel in the range (n > 1), each
-  // channel's constants are made once.
+  // channel's constants are made once, at its first plane (so that they
+  // overlap that plane's work, as they do without the table); s = 0 (the
+  // table's zeros) until then, InferenceScale's s is 1.
   internal::Scratch scratch;
-  RowScale* scales = nullptr;
-  if (end - begin > a.c) {
-    scales = scratch.Take<RowScale>(a.c);
-    for (size_t ch = 0; ch < a.c; ++ch) {
-      scales[ch] = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
-    }
-  }
+  RowScale* scales = end - begin > a.c ? scratch.Take<RowScale>(a.c) : nullptr;
   for (size_t u = begin; u < end; ++u) {
     const size_t ch = u % a.c;
     const TX* x = static_cast<const TX*>(a.x) + u * a.hw;
     TY* y = static_cast<TY*>(a.y) + u * a.hw;
-    const RowScale k =
-        scales ? scales[ch]
-               : InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    RowScale k;
+    if (scales == nullptr) {
+      k = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+    } else {
+      if (scales[ch].s == 0.0f) {
+        scales[ch] = InferenceScale(a.running_mean, a.running_var, a.eps, ch);
+      }
+      k = scales[ch];
+    }
     if (HWY_UNLIKELY(NaNRow(k))) {
       FillNaN(df, y, static_cast<float*>(nullptr), 0, a.hw);
     } else {
