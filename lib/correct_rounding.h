@@ -144,8 +144,26 @@ struct CrCache {
 // channel. kInfinite: mean or var + eps is infinite; then every y is
 // exactly InferenceInDouble's (x - mean is inf, or xhat is +-0, or NaN).
 enum class Moments { kFinite, kNaN, kInfinite };
-Moments GivenMoments(float mean, float var, float eps, RowStats* st,
-                     CrCache* cache);
+// Inline: called once per BatchNorm plane, whose caller read *st back at
+// once as wider loads than the call's stores (a forwarding stall).
+inline Moments GivenMoments(float mean, float var, float eps, RowStats* st,
+                            CrCache* cache) {
+  const double d = static_cast<double>(var) + static_cast<double>(eps);
+  if (std::isnan(mean) || !(d > 0.0)) return Moments::kNaN;
+  if (std::isinf(mean) || std::isinf(d)) return Moments::kInfinite;
+  // d, its square root and 1 / that: each rounded once (relative 2^-53),
+  // so r is within (1 + u)^3 / sqrt(1 - u) - 1 < 4u of 1 / sqrt(var +
+  // eps). A positive d is exact's sign: a sum of two doubles is 0 only
+  // when exactly 0.
+  *st = RowStats{mean, 0.0, d, 0.0, 0.0, 1.0 / std::sqrt(d), 4 * 0x1p-53};
+  cache->has_exact = false;
+  cache->given = true;
+  cache->mean = mean;
+  cache->var = var;
+  cache->eps = eps;
+  return Moments::kFinite;
+}
+
 double InferenceInDouble(float x, float mean, float var, float eps, float g,
                          float b);
 
