@@ -268,6 +268,24 @@ class LazyCrRow {
   // The relative error bound of the r the row's scale was rounded from (the
   // statistics it came with: read it before Get() makes the double ones).
   double ScaleError() const { return row_.st.er; }
+  // Element j of y decided: from the statistics the row came with where it
+  // has no double ones yet and they decide it, else from the double ones.
+  // (RMSNorm bf16 at 64 x 896, N(0,1): one row in seven has an open lane,
+  // and its fp32 statistics decide all of them in 8 rows of 9, each saving
+  // a pass of double sums over the row.)
+  template <typename TP, typename TY>
+  void Decide(const Weights<TP>& w, internal::CrCache& cache, size_t j, TY* y) {
+    if (!has_stats_) {
+      float g, b;
+      WeightsOfElement(w, j, g, b);
+      uint16_t bits;
+      if (internal::DecidedInDouble(row_, j, g, b, &bits)) {
+        std::memcpy(y + j, &bits, sizeof(bits));
+        return;
+      }
+    }
+    DecideElement(w, Get(), cache, j, y);
+  }
 
  private:
   internal::CrRow row_;
@@ -279,9 +297,8 @@ template <class DF, typename TY, typename TP, class CR>
 HWY_INLINE void DecideLanes(DF df, hn::Vec<DF> flags, size_t i, size_t count,
                             TY* y, const Weights<TP>& w, CR& cr,
                             internal::CrCache& cache, size_t stride = 1) {
-  ForSetLanes(df, flags, count, [&](size_t l) {
-    DecideElement(w, cr.Get(), cache, i + stride * l, y);
-  });
+  ForSetLanes(df, flags, count,
+              [&](size_t l) { cr.Decide(w, cache, i + stride * l, y); });
 }
 
 // The open lanes (not `clear`) of a checked vector in Hugging Face's

@@ -393,6 +393,21 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
       });
 }
 
+bool DecidedInDouble(const CrRow& row, size_t j, float g, float b,
+                     uint16_t* bits) {
+  if ((row.round_normalized && row.x_type != SIMDNORM_F32) ||
+      !std::isfinite(g) || !std::isfinite(b)) {
+    return false;
+  }
+  const XhatF64 v = XhatInDouble(row, j);
+  if (!std::isfinite(v.x) || !(v.err >= 0.0)) return false;
+  const Bracket br =
+      Decide(row.y_type, std::fma(v.xh, g, b), std::fabs(g) * v.err);
+  if (!br.done) return false;
+  *bits = br.bits;
+  return true;
+}
+
 float CrWeights::G(size_t j) const {
   if (gamma == nullptr) return scale;
   const float g = LoadAsFloat(gamma, type, j);
