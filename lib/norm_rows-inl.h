@@ -109,6 +109,15 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       w.tame_min_g = 1.0f;
     }
   }
+#if SIMDNORM_HW_F16
+  // TameChunkF16: f16 x, y and gamma (or none), finite.
+  if constexpr (!kLayerNorm && std::is_same_v<TX, f16_t> &&
+                std::is_same_v<TY, f16_t> && std::is_same_v<TP, f16_t>) {
+    w.tame_gamma = w.beta == nullptr && !w.has_offset && !w.round &&
+                   (w.gamma == nullptr ||
+                    FiniteF16(hn::ScalableTag<uint16_t>(), w.gamma, n));
+  }
+#endif
   // Weights that let LeanChunk round both ends by hardware. bf16: the
   // uncentered kinds without beta only (with beta, x = 0 has y = beta, and
   // a subnormal beta's ends would flush to zero and agree); f16 converts

@@ -1,5 +1,6 @@
 // Per-target bf16 rows with tame weights, tested by v's low 16 bits
-// (TameChunk). Part of lib/norm_rows-inl.h's kernels.
+// (TameChunk), and f16 rows by its low 13 (TameChunkF16). Part of
+// lib/norm_rows-inl.h's kernels.
 //
 // The uncentered kinds (RMSNorm, L2) with bf16 x, y and gamma and neither
 // beta nor an offset (Hugging Face's LlamaRMSNorm, Qwen2RMSNorm), and in
@@ -234,6 +235,74 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
 }
 #endif
 
+#if SIMDNORM_HW_F16
+// Whether every f16 g of gamma[0, n) is finite (TameChunkF16's gamma).
+template <class D16>
+HWY_INLINE bool FiniteF16(D16 d16, const f16_t* gamma, size_t n) {
+  const uint16_t* g = reinterpret_cast<const uint16_t*>(gamma);
+  const size_t N = hn::Lanes(d16);
+  const auto abs = hn::Set(d16, 0x7FFF);
+  auto hi = hn::Zero(d16);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    hi = hn::Max(hi, hn::And(hn::LoadU(d16, g + i), abs));
+  }
+  uint16_t top = hn::GetLane(hn::MaxOfLanes(d16, hi));
+  for (; i < n; ++i) top = HWY_MAX(top, static_cast<uint16_t>(g[i] & 0x7FFF));
+  return top < 0x7C00;
+}
+
+// The tame test for f16 y (RMSNorm, L2; f16 x, f16 or no gamma, neither
+// beta nor an offset, the default order): v = x * mul * g as TameChunk's
+// (two fp32 products, |v - exact v| <= r|v|, K units of v's last place),
+// with f16's 10 fraction bits in place of bf16's 7. v's bits below f16's
+// are its low 13, whose one midpoint within reach sits at 0x1000 (the
+// others, across a binade too, are 2^12 units or more away); a v whose low
+// bits are more than K from it rounds, to nearest even by the hardware
+// (VCVTPS2PH, FCVT), to the correctly rounded value. Flagged as well: v
+// below 2^-14 but not 0 (f16's subnormals, a grid of their own). A zero v
+// (x = 0 or g = 0) is an exact +-0 with the exact y's sign. t = x * mul is
+// normal wherever |v| >= 2^-14, as |g| <= 65504, and |t| <= sqrt(n) (no
+// overflow). Elements [i, end), end - i a multiple of 2N, stored; returns
+// a bit per 2N elements with a lane left open. One conversion a vector
+// where the lean loop's two ends take two (VCVTPS2PH: Zen 5 issues one
+// every other cycle).
+template <class DF, typename TG>
+HWY_NOINLINE uint64_t TameChunkF16(DF df, const f16_t* HWY_RESTRICT x,
+                                   f16_t* HWY_RESTRICT y,
+                                   const TG* HWY_RESTRICT gamma, size_t i,
+                                   size_t end, float mul, uint16_t units) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Rebind<f16_t, DF> dh;
+  const size_t N = hn::Lanes(df);
+  const auto vmul = hn::Set(df, mul);
+  // ((bits + 0x1000 + K) mod 2^13) <= 2K: the low 13 bits within K of 0x1000.
+  const auto shift = hn::Set(du, 0x1000u + units);
+  const auto low = hn::Set(du, 0x1FFFu);
+  const auto width = hn::Set(du, 2u * units + 1);
+  const auto abs = hn::Set(du, 0x7FFFFFFFu), one = hn::Set(du, 1u);
+  const auto tiny = hn::Set(du, 0x38800000u - 1);  // 2^-14, less 0
+  const auto open = [&](hn::Vec<DF> v) {
+    const auto u = hn::BitCast(du, v);
+    return hn::Or(hn::Lt(hn::And(hn::Add(u, shift), low), width),
+                  hn::Lt(hn::Sub(hn::And(u, abs), one), tiny));
+  };
+  uint64_t flagged = 0;
+  for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
+    auto va = hn::Mul(LoadF(df, x + i), vmul);
+    auto vb = hn::Mul(LoadF(df, x + i + N), vmul);
+    if constexpr (!std::is_same_v<TG, NoGamma>) {
+      va = hn::Mul(va, LoadF(df, gamma + i));
+      vb = hn::Mul(vb, LoadF(df, gamma + i + N));
+    }
+    hn::StoreU(hn::DemoteTo(dh, va), dh, y + i);
+    hn::StoreU(hn::DemoteTo(dh, vb), dh, y + i + N);
+    if (!hn::AllFalse(du, hn::Or(open(va), open(vb)))) flagged |= bit;
+  }
+  return flagged;
+}
+#endif
+
 // Whether a nonzero v of the row may be below 2^-59 (true where the row's
 // smallest nonzero |x| is not known): Hugging Face's t = x * mul (one
 // rounding, min_g 1), or the default order's v = x * mul * g (two; min_g
@@ -282,6 +351,20 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     }
     return false;
   }
+#if SIMDNORM_HW_F16
+  if constexpr (!kLayerNorm && !kRoundT && std::is_same_v<TX, f16_t> &&
+                std::is_same_v<TY, f16_t> && std::is_same_v<TP, f16_t>) {
+    if (!w.tame_gamma || !row_tame) return false;
+    const auto chunks = [&](auto gamma) {
+      ForChunks(paired_end, [&](size_t i, size_t end) {
+        ForFlaggedGroups(TameChunkF16(df, x, y, gamma, i, end, mul, units), i,
+                         end, 2 * hn::Lanes(df), redo);
+      });
+    };
+    if (w.gamma != nullptr) return chunks(w.gamma), true;
+    return chunks(&kNoGamma), true;
+  }
+#endif
 #endif
   (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
   (void)row_tame, (void)units, (void)test_tiny, (void)redo;

@@ -804,6 +804,39 @@ TEST(CorrectRounding, NearTiesOfRealRows) {
   }
 }
 
+// f16 x, y and gamma, RMSNorm without beta (the f16 tame test): a row of
+// mean square 1 and eps = 2^-46, whose scale 1 - 2^-47 rounds to 1 in
+// fp32, so that x * g is an f16 midpoint in fp32 where x = 1.5 and g = 1 +
+// m 2^-10 with m odd (1.5 + 3m 2^-11), while the exact y lies just below
+// it: rounding the fp32 value to nearest even would go up at half of them.
+TEST(CorrectRounding, F16RowsJustBelowMidpoints) {
+  // 1.5 twice, 1 27 times, 0.5 twice and a 0: the squares sum to 32 = n.
+  std::vector<float> row = {1.5f, 1.5f};
+  row.insert(row.end(), 27, 1.0f);
+  row.insert(row.end(), {0.5f, 0.5f, 0.0f});
+  std::vector<float> x, gamma;
+  for (int copy = 0; copy < 4; ++copy)
+    x.insert(x.end(), row.begin(), row.end());
+  for (size_t j = 0; j < x.size(); ++j) {
+    gamma.push_back(1.0f + static_cast<float>(2 * (j % 8) + 1) * 0x1p-10f);
+  }
+  Inputs in;
+  in.kind = SIMDNORM_RMSNORM;
+  in.x_type = in.y_type = in.p_type = SIMDNORM_F16;
+  in.rows = 1;
+  in.cols = x.size();
+  in.eps = 0x1p-46f;
+  in.x = Store(SIMDNORM_F16, x);
+  in.gamma = Store(SIMDNORM_F16, gamma);
+  const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+  EXPECT_EQ(ExpectOracle(in, y), y.size() - 4);  // all but the zeros
+  for (size_t j = 0; j < x.size(); ++j) {
+    if (x[j] != 1.5f) continue;  // y = 1.5 g (1 - 2^-47), just below a midpoint
+    const double mid = 1.5 * (1.0 + (2 * (j % 8) + 1) * 0x1p-10);
+    EXPECT_EQ(y[j], RoundToF16(mid - 0x1p-11)) << j;
+  }
+}
+
 // Zero results: +0 when xhat * scale is not zero (here y = gamma - gamma),
 // else the IEEE sign of (xhat * scale) + beta with xhat = +0 for
 // LayerNorm's x equal to the mean, x * (+r) for RMSNorm, missing beta -0.
