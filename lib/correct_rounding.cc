@@ -338,9 +338,36 @@ double RoundedXhat(const CrRow& row, size_t j, CrCache& cache) {
   return Value16(row.x_type, RoundedXhatBits(row, XhatInDouble(row, j), cache));
 }
 
+namespace {
+
+// DecidedInDouble from element j's xhat in double: the common case of
+// CorrectlyRoundedBits, whose other cases it leaves alone (false).
+bool DecidedFrom(const CrRow& row, const XhatF64& v, float g, float b,
+                 uint16_t* bits) {
+  if (!std::isfinite(v.x) ||
+      (row.round_normalized && row.x_type != SIMDNORM_F32) ||
+      !std::isfinite(g) || !std::isfinite(b) || !(v.err >= 0.0)) {
+    return false;
+  }
+  const Bracket br =
+      Decide(row.y_type, std::fma(v.xh, g, b), std::fabs(g) * v.err);
+  if (!br.done) return false;
+  *bits = br.bits;
+  return true;
+}
+
+}  // namespace
+
+bool DecidedInDouble(const CrRow& row, size_t j, float g, float b,
+                     uint16_t* bits) {
+  return DecidedFrom(row, XhatInDouble(row, j), g, b, bits);
+}
+
 uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
                               CrCache& cache) {
   const XhatF64 v = XhatInDouble(row, j);
+  uint16_t decided;
+  if (DecidedFrom(row, v, g, b, &decided)) return decided;
   const double x = v.x, xh = v.xh, exh = v.err;
   const auto exact_xhat = [&] { return XhatOf(row, Exact(row, cache), x); };
   const simdnorm_dtype ty = row.y_type;
@@ -375,8 +402,7 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
   }
   Bracket br = Anywhere(ty);
   if (exh >= 0.0) {
-    br = Decide(ty, std::fma(xh, g, b), std::fabs(g) * exh);
-    if (br.done) return br.bits;
+    br = Decide(ty, std::fma(xh, g, b), std::fabs(g) * exh);  // not done
   }
   const ExactXhat f = exact_xhat();
   const Dyadic p = f.p0 * Dyadic::FromDouble(g), db = Dyadic::FromDouble(b);
@@ -391,21 +417,6 @@ uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
         const double xz = s != 0 ? s : (Centered(row) ? 0.0 : x);
         return SignedZero(xz * g + b);
       });
-}
-
-bool DecidedInDouble(const CrRow& row, size_t j, float g, float b,
-                     uint16_t* bits) {
-  if ((row.round_normalized && row.x_type != SIMDNORM_F32) ||
-      !std::isfinite(g) || !std::isfinite(b)) {
-    return false;
-  }
-  const XhatF64 v = XhatInDouble(row, j);
-  if (!std::isfinite(v.x) || !(v.err >= 0.0)) return false;
-  const Bracket br =
-      Decide(row.y_type, std::fma(v.xh, g, b), std::fabs(g) * v.err);
-  if (!br.done) return false;
-  *bits = br.bits;
-  return true;
 }
 
 float CrWeights::G(size_t j) const {

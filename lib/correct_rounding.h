@@ -172,12 +172,12 @@ double InferenceInDouble(float x, float mean, float var, float eps, float g,
 uint16_t CorrectlyRoundedBits(const CrRow& row, size_t j, float g, float b,
                               CrCache& cache);
 
-// CorrectlyRoundedBits' first step alone: true, with the bits, where the
-// row's statistics and their bounds decide y_j in double; false where
-// they leave it open (or y_j is not a finite x's xhat * g + b in the
-// default order). Rows that came with their fp32 statistics try it before
-// they make their double ones (LazyCrRow): the looser bound decides most
-// of their open lanes.
+// CorrectlyRoundedBits' first step alone (the same code): true, with the
+// bits, where the row's statistics and their bounds decide y_j in double;
+// false where they leave it open (or y_j is not a finite x's xhat * g + b
+// in the default order). Rows that came with their fp32 statistics try it
+// before they make their double ones (LazyCrRow): the looser bound
+// decides most of their open lanes.
 bool DecidedInDouble(const CrRow& row, size_t j, float g, float b,
                      uint16_t* bits);
 

@@ -103,7 +103,7 @@ struct Weights {
   float scale;
   bool has_offset;
   bool round;  // xhat rounded to x's type first (Hugging Face's order)
-  bool tame_gamma = false;  // TameGamma: TameChunk may run
+  bool tame_gamma = false;  // TameChunk (or TameChunkF16) may run
   float tame_min_g = 0.0f;  // then the smallest nonzero |g| (1: no gamma)
   const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
   bool hardware_ends = false;  // LeanChunk may round both ends by hardware
