@@ -148,7 +148,7 @@ inline RowBound WithEnds(const RowScale& k, const RowBound& bound) {
     return static_cast<float>(v * (1 + 0x1p-20));
   };
   return RowBound{up(bound.alpha + c * k.mul),
-                  up(bound.beta + c * std::fabs(k.add))};
+                  up(bound.beta + c * std::fabs(k.add)), 0.0};
 }
 
 // A row of 16-bit y, correctly rounded, in Hugging Face's order: chunks as

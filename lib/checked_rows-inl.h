@@ -404,7 +404,9 @@ inline bool YBoundOf(bool layernorm, const RowScale& k, const RowBound& bound,
   if (layernorm && k.add == 0.0f) return false;
   constexpr double u = 0x1p-24;
   constexpr double kExtra = HWY_NATIVE_FMA ? 0.0 : u;  // t * g rounded
-  const double per_d = static_cast<double>(bound.alpha) / k.mul;
+  const double per_d = bound.per_mul > 0.0
+                           ? bound.per_mul
+                           : static_cast<double>(bound.alpha) / k.mul;
   const double a1 = per_d * (1 + 3 * u);
   double b1 = bound.beta + per_d * std::fabs(k.add) * (1 + 3 * u);
   if (layernorm) {

@@ -356,8 +356,11 @@ HWY_INLINE internal::RowStats UncenteredStatsF32(
 // which covers subnormal roundings of t. False when the fp32 constants
 // would not be normal floats (rows of |x| beyond ~1e30 or below ~1e-30
 // with eps 0): such rows are decided element by element.
+// per_mul: an upper bound of alpha / mul where CheckedScale made the bound
+// (0 elsewhere), so that YBoundOf takes no division from the row's chain.
 struct RowBound {
   float alpha, beta;
+  double per_mul;
 };
 
 // The float next to a finite nonzero m toward zero (std::nextafter without
@@ -407,14 +410,17 @@ inline bool CheckedScale(bool layernorm, const internal::RowStats& st,
   constexpr double kMulRoundings = HWY_NATIVE_FMA ? 2.0 : 3.0;
   constexpr double kTRoundings = HWY_NATIVE_FMA ? 1.0 : 2.0;
   const double grow = (1 + 2 * st.er) * 1.01;  // r vs mul; fp32 evaluation
-  const double alpha = mul * ((kMulRoundings + kTRoundings) * u + st.er) * grow;
+  const double rel = ((kMulRoundings + kTRoundings) * u + st.er) * grow;
+  const double alpha = mul * rel;
   const double beta =
       (std::fabs(add) * ((1 + kTRoundings) * u + st.er) + dc * mul) * grow;
   // Bounds as normal floats, rounded up (a tiny bound is made 2^-126).
   const auto up = [](double v) {
     return v > 0.0 ? std::max(static_cast<float>(v * 1.01), 0x1p-126f) : 0.0f;
   };
-  bound = RowBound{up(alpha), up(beta)};
+  // up(alpha) <= alpha * 1.01 (1 + 2^-24), and this product's own
+  // rounding is within 2^-53.
+  bound = RowBound{up(alpha), up(beta), rel * (1.01 * (1 + 0x1p-22))};
   return true;
 }
 
