@@ -74,7 +74,7 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       !kLayerNorm && std::is_same_v<TY, bf16_t> &&
       (std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>);
   constexpr bool kF32Pairs =
-      kTameRows && std::is_same_v<TP, float> && HWY_TARGET != HWY_SCALAR;
+      kTameRows && !std::is_same_v<TP, f16_t> && HWY_TARGET != HWY_SCALAR;
   constexpr size_t kPairsRoom = 4096;
   HWY_ALIGN float stack_pairs[kF32Pairs ? kPairsRoom : 1];
   std::optional<internal::Scratch> memory;  // longer rows: no heap a call
@@ -88,7 +88,19 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       }
     }
 #if HWY_TARGET != HWY_SCALAR
-    if constexpr (kF32Pairs) {
+    if constexpr (kF32Pairs && std::is_same_v<TP, bf16_t>) {
+      // bf16 gamma widened once a call in the default order, so that each
+      // row loads its pairs without the shift and the AND a 2N.
+      if (w.tame_gamma && !w.round && row_end - row_begin > 1) {
+        float* pairs = stack_pairs;
+        if (n > kPairsRoom) {
+          pairs = memory.emplace().TakeUninitialized<float>(n);
+        }
+        WidenedPairs(df, w.gamma, n, pairs);
+        w.gamma_pairs = pairs;
+      }
+    }
+    if constexpr (kF32Pairs && std::is_same_v<TP, float>) {
       // With f32 x the copy (~15 ns at 896) pays from a call's second row.
       const bool rows_pay =
           std::is_same_v<TX, bf16_t> || row_end - row_begin > 1;
