@@ -40,14 +40,15 @@ HWY_NOINLINE void ApplyRowLeanChecked(DF df, const TX* x, TY* y,
                      FlagGroup(df), decide);
   };
   // y's bound is r|y| + f, f for subnormal t and y only (YBoundOf). The
-  // tame test's open groups go to DecideChunk straight: LeanChunk's bound
-  // (r ~9u) is about the test's window (K ~6 units of v's last place), so
-  // it would leave most of them open again.
+  // tame test's open lanes are decided straight: LeanChunk's bound (r ~9u)
+  // is about the test's window (K ~6 units of v's last place), so it
+  // would leave most of them open again.
   uint16_t units = 0;
   const bool row_tame = !kLayerNorm && TameUnitsOf(cr.ScaleError(), 2, units);
+  const auto decide_lane = [&](size_t j) { cr.Decide(w, cache, j, y); };
   if (!TameChunks<kLayerNorm, false>(df, x, y, w, paired_end, k.mul, row_tame,
                                      units, TinyV(k, 2, w.tame_min_g),
-                                     decide)) {
+                                     decide_lane)) {
     ForChunks(paired_end, redo);
   }
   StoreCheckedVectors(

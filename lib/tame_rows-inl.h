@@ -157,15 +157,131 @@ inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
 struct NoGamma {};
 inline constexpr NoGamma kNoGamma{};
 
+#if HWY_TARGET != HWY_SCALAR
+// f(base + l) for each set lane l of `open` (rare: about one a row), from
+// its bits.
+template <class D, class F>
+HWY_INLINE void ForOpenLanes(D d, hn::Mask<D> open, size_t base, const F& f) {
+  if (hn::AllFalse(d, open)) return;
+  constexpr size_t kWords = (4 * kMaxFloatLanes + 63) / 64;
+  uint64_t words[kWords] = {};
+  hn::StoreMaskBits(d, open, reinterpret_cast<uint8_t*>(words));
+  for (size_t k = 0; k < kWords; ++k) {
+    for (uint64_t bits = words[k]; bits != 0; bits &= bits - 1) {
+      f(base + 64 * k + hwy::Num0BitsBelowLS1Bit_Nonzero64(bits));
+    }
+  }
+}
+
+// TameChunk's constants for a row: mul and the test's K (units), as
+// scalars (SVE's vectors are sizeless: no members); the vectors are made
+// where they are used, and leave the loops inlined there.
+// kRoundT: Hugging Face's order (v = t; bf16 gamma only), else v = y.
+template <bool kRoundT, class DF>
+struct TameConsts {
+  float mul;
+  uint16_t units;
+};
+
+// v of the 2N elements at i, in the pairs' layout (even elements in va,
+// odd ones in vb), and in Hugging Face's order gamma's (ga, gb).
+template <bool kRoundT, class DF, typename TX, typename TG>
+HWY_INLINE void TameV(DF df, const TX* HWY_RESTRICT x,
+                      const TG* HWY_RESTRICT gamma, size_t i,
+                      const TameConsts<kRoundT, DF>& c, hn::Vec<DF>& va,
+                      hn::Vec<DF>& vb, hn::Vec<DF>& ga, hn::Vec<DF>& gb) {
+  const size_t N = hn::Lanes(df);
+  if constexpr (kRoundT) {  // one load each measured 2% slower aligned
+    va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
+    ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
+  } else {
+    if constexpr (std::is_same_v<TX, float>) {
+      const auto lo = hn::LoadU(df, x + i), hi = hn::LoadU(df, x + i + N);
+      va = hn::ConcatEven(df, hi, lo), vb = hn::ConcatOdd(df, hi, lo);
+    } else {
+      LoadPair(df, x + i, va, vb);
+    }
+    if constexpr (std::is_same_v<TG, bf16_t>) {
+      LoadPair(df, gamma + i, ga, gb);
+    } else if constexpr (std::is_same_v<TG, float>) {
+      ga = hn::LoadU(df, gamma + i), gb = hn::LoadU(df, gamma + i + N);
+    }
+  }
+  va = hn::Mul(va, hn::Set(df, c.mul));
+  vb = hn::Mul(vb, hn::Set(df, c.mul));
+  if constexpr (!kRoundT && !std::is_same_v<TG, NoGamma>) {
+    va = hn::Mul(va, ga);
+    vb = hn::Mul(vb, gb);
+  }
+}
+
+// v's bits below bf16's, packed as x is (the even elements in the low
+// halves).
+template <bool kRoundT, class DF>
+HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> TameLow(
+    const TameConsts<kRoundT, DF>& c, hn::Vec<hn::RebindToUnsigned<DF>> ua,
+    hn::Vec<hn::RebindToUnsigned<DF>> ub) {
+  (void)c;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(
+      hn::Repartition<uint16_t, DF>(),
+      hn::Or(hn::And(ua, hn::Set(du, 0xFFFFu)), hn::ShiftLeft<16>(ub)));
+}
+
+// v (va, vb) rounded to bf16, packed as x is.
+template <bool kRoundT, class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> TameV16(
+    const TameConsts<kRoundT, DF>& c, hn::Vec<DF> va, hn::Vec<DF> vb) {
+  const hn::RebindToUnsigned<DF> du;
+#if SIMDNORM_AVX512BF16
+  // The hardware's rounding (to nearest even, where the integer steps
+  // round half up: they differ only on a tie, low = 0x8000, which the test
+  // flags) in 2 operations for 5. It reads a subnormal v as zero, but such
+  // a v is below 2^-59: kTestTiny flags it, and without kTestTiny there is
+  // none (TinyV).
+  if constexpr (kZmm<DF>) {
+    return hn::BitCast(
+        du, hn::Vec<hn::Repartition<uint16_t, DF>>{PairBF16(va.raw, vb.raw)});
+  }
+#endif
+  (void)c;
+  const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
+  const auto half = hn::Set(du, 0x8000u);
+  return hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
+                hn::And(hn::Add(ub, half), hn::Set(du, 0xFFFF0000u)));
+}
+
+// The 16-bit lanes (in element order) the tame test leaves open: low within
+// K of 0x8000, and with kTestTiny a rounded v16 below 2^-59.
+template <bool kRoundT, bool kTestTiny, class DF>
+HWY_INLINE hn::Mask<hn::Repartition<uint16_t, DF>> TameOpen(
+    const TameConsts<kRoundT, DF>& c,
+    hn::Vec<hn::Repartition<uint16_t, DF>> low,
+    hn::Vec<hn::RebindToUnsigned<DF>> v16) {
+  const hn::Repartition<uint16_t, DF> d16;
+  // (low - (0x8000 - K)) mod 2^16 <= 2K: the low bits within K of 0x8000.
+  const auto shift = hn::Set(d16, static_cast<uint16_t>(c.units - 0x8000u));
+  const auto width = hn::Set(d16, static_cast<uint16_t>(2 * c.units + 1));
+  auto open = hn::Lt(hn::Add(low, shift), width);
+  if constexpr (kTestTiny) {
+    // |v| below 2^-59: t but not 0 (mag - 1 wraps there), or y (0 too).
+    const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
+    const auto mag = hn::And(hn::BitCast(d16, v16), hn::Set(d16, 0x7FFF));
+    open = hn::Or(open,
+                  hn::Lt(hn::Sub(mag, hn::Set(d16, kRoundT ? 1 : 0)), below));
+  } else {
+    (void)v16;
+  }
+  return open;
+}
+
 // Elements [i, end) (end - i a multiple of 2N, at most 64 of them), stored;
 // returns a bit per 2N elements (the first in bit 0) with a lane left open.
-// kRoundT: Hugging Face's order (v = t; bf16 gamma only), else v = y.
 // kTestTiny: also flag v below 2^-59; callers that know no nonzero t of
 // the row is that small (TinyV false) leave it out, and in Hugging Face's
 // order round t straight into place (fewer operations, the same bits).
 // TG: gamma's type, bf16, float (pairs) or NoGamma. TX: x's, bf16 or
 // float (split into the pairs' layout here: two shuffles per 2N).
-#if HWY_TARGET != HWY_SCALAR
 template <bool kRoundT, bool kTestTiny, class DF, typename TX, typename TG>
 HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
                                 bf16_t* HWY_RESTRICT y,
@@ -177,48 +293,16 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
   const hn::RebindToUnsigned<DF> du;
   const hn::Repartition<uint16_t, DF> d16;
   const size_t N = hn::Lanes(df);
-  const auto vmul = hn::Set(df, mul);
-  const auto lo = hn::Set(du, 0xFFFFu), hi = hn::Set(du, 0xFFFF0000u);
-  const auto half = hn::Set(du, 0x8000u);
-  // (low - (0x8000 - K)) mod 2^16 <= 2K: the low bits within K of 0x8000.
-  const auto shift = hn::Set(d16, static_cast<uint16_t>(units - 0x8000u));
-  const auto width = hn::Set(d16, static_cast<uint16_t>(2 * units + 1));
-  const auto abs = hn::Set(d16, 0x7FFF);
-  // |v| below 2^-59: t but not 0 (mag - 1 wraps there), or y (0 too).
-  const auto below = hn::Set(d16, kRoundT ? kTameV - 1 : kTameV);
-  const auto bias = hn::Set(d16, kRoundT ? 1 : 0);
+  const TameConsts<kRoundT, DF> c{mul, units};
   uint64_t flagged = 0;
   for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
     hn::Vec<DF> va, vb, ga, gb;
-    if constexpr (kRoundT) {  // one load each measured 2% slower aligned
-      va = LoadPairA(df, x + i), vb = LoadPairB(df, x + i);
-      ga = LoadPairA(df, gamma + i), gb = LoadPairB(df, gamma + i);
-    } else {
-      if constexpr (std::is_same_v<TX, float>) {
-        const auto lo = hn::LoadU(df, x + i), hi = hn::LoadU(df, x + i + N);
-        va = hn::ConcatEven(df, hi, lo), vb = hn::ConcatOdd(df, hi, lo);
-      } else {
-        LoadPair(df, x + i, va, vb);
-      }
-      if constexpr (std::is_same_v<TG, bf16_t>) {
-        LoadPair(df, gamma + i, ga, gb);
-      } else if constexpr (std::is_same_v<TG, float>) {
-        ga = hn::LoadU(df, gamma + i), gb = hn::LoadU(df, gamma + i + N);
-      }
-    }
-    va = hn::Mul(va, vmul);
-    vb = hn::Mul(vb, vmul);
-    if constexpr (!kRoundT && !std::is_same_v<TG, NoGamma>) {
-      va = hn::Mul(va, ga);
-      vb = hn::Mul(vb, gb);
-    }
+    TameV<kRoundT>(df, x, gamma, i, c, va, vb, ga, gb);
     const auto ua = hn::BitCast(du, va), ub = hn::BitCast(du, vb);
-    // v's bits below bf16's, and v rounded half up, both packed as x is
-    // (the even elements in the low halves).
-    const auto low =
-        hn::BitCast(d16, hn::Or(hn::And(ua, lo), hn::ShiftLeft<16>(ub)));
+    const auto low = TameLow(c, ua, ub);
+    const auto half = hn::Set(du, 0x8000u), hi = hn::Set(du, 0xFFFF0000u);
     if constexpr (kRoundT && !kTestTiny) {
-      if (!hn::AllFalse(d16, hn::Lt(hn::Add(low, shift), width))) {
+      if (!hn::AllFalse(d16, TameOpen<kRoundT, false>(c, low, ua))) {
         flagged |= bit;
       }
       const auto ta = hn::And(hn::Add(ua, half), hi);  // t rounded half up
@@ -227,29 +311,10 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
                       hn::Mul(hn::BitCast(df, tb), gb), y + i);
       continue;
     }
-    hn::Vec<decltype(du)> v16;
-#if SIMDNORM_AVX512BF16
-    // The hardware's rounding (to nearest even, where this rounds half up:
-    // they differ only on a tie, low = 0x8000, which the test flags) in 2
-    // operations for 5. It reads a subnormal v as zero, but such a v is
-    // below 2^-59: kTestTiny flags it, and without kTestTiny there is none
-    // (TinyV).
-    if constexpr (kZmm<DF>) {
-      v16 = hn::BitCast(du, hn::Vec<decltype(d16)>{PairBF16(va.raw, vb.raw)});
-    } else  // NOLINT(readability/braces)
-#endif
-    {
-      v16 = hn::Or(hn::ShiftRight<16>(hn::Add(ua, half)),
-                   hn::And(hn::Add(ub, half), hi));
+    const auto v16 = TameV16(c, va, vb);
+    if (!hn::AllFalse(d16, TameOpen<kRoundT, kTestTiny>(c, low, v16))) {
+      flagged |= bit;
     }
-    auto open = hn::Lt(hn::Add(low, shift), width);
-    if constexpr (kTestTiny) {
-      const auto mag = hn::And(hn::BitCast(d16, v16), abs);
-      open = hn::Or(open, hn::Lt(hn::Sub(mag, bias), below));
-    } else {
-      (void)abs, (void)bias, (void)below;
-    }
-    if (!hn::AllFalse(d16, open)) flagged |= bit;
     if constexpr (kRoundT) {
       const auto ya = hn::Mul(hn::BitCast(df, hn::ShiftLeft<16>(v16)), ga);
       const auto yb = hn::Mul(hn::BitCast(df, hn::And(v16, hi)), gb);
@@ -259,6 +324,22 @@ HWY_NOINLINE uint64_t TameChunk(DF df, const TX* HWY_RESTRICT x,
     }
   }
   return flagged;
+}
+
+// The lanes of the 2N elements at i (in the default order) that TameChunk
+// left open, each to decide(element): the others are stored right.
+template <bool kTestTiny, class DF, typename TX, typename TG, class F>
+HWY_NOINLINE void DecideTameOpen(DF df, const TX* HWY_RESTRICT x,
+                                 const TG* HWY_RESTRICT gamma, size_t i,
+                                 float mul, uint16_t units, const F& decide) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> d16;
+  const TameConsts<false, DF> c{mul, units};
+  hn::Vec<DF> va, vb, ga, gb;
+  TameV<false>(df, x, gamma, i, c, va, vb, ga, gb);
+  const auto low = TameLow(c, hn::BitCast(du, va), hn::BitCast(du, vb));
+  ForOpenLanes(d16, TameOpen<false, kTestTiny>(c, low, TameV16(c, va, vb)), i,
+               decide);
 }
 #endif
 
@@ -294,6 +375,39 @@ HWY_INLINE bool FiniteF16(D16 d16, const f16_t* gamma, size_t n) {
 // a bit per 2N elements with a lane left open. One conversion a vector
 // where the lean loop's two ends take two (VCVTPS2PH: Zen 5 issues one
 // every other cycle).
+// (Scalars: SVE's vectors are sizeless, no members.)
+template <class DF>
+struct TameTestF16 {
+  using DU = hn::RebindToUnsigned<DF>;
+  float mul;
+  uint16_t units;
+  // v = x * mul * g of the N elements at i.
+  template <typename TG>
+  HWY_INLINE hn::Vec<DF> V(DF df, const f16_t* HWY_RESTRICT x,
+                           const TG* HWY_RESTRICT gamma, size_t i) const {
+    const auto v = hn::Mul(LoadF(df, x + i), hn::Set(df, mul));
+    if constexpr (std::is_same_v<TG, NoGamma>) {
+      (void)gamma;
+      return v;
+    } else {
+      return hn::Mul(v, LoadF(df, gamma + i));
+    }
+  }
+  HWY_INLINE hn::Mask<DU> Open(hn::Vec<DF> v) const {
+    const DU du;
+    const auto u = hn::BitCast(du, v);
+    // ((bits + 0x1000 + K) mod 2^13) <= 2K: the low 13 bits within K of
+    // 0x1000; or 0 < |v| < 2^-14.
+    const auto shift = hn::Set(du, 0x1000u + units);
+    const auto width = hn::Set(du, 2u * units + 1);
+    const auto tiny = hn::Set(du, 0x38800000u - 1);  // 2^-14, less 0
+    return hn::Or(
+        hn::Lt(hn::And(hn::Add(u, shift), hn::Set(du, 0x1FFFu)), width),
+        hn::Lt(hn::Sub(hn::And(u, hn::Set(du, 0x7FFFFFFFu)), hn::Set(du, 1u)),
+               tiny));
+  }
+};
+
 template <class DF, typename TG>
 HWY_NOINLINE uint64_t TameChunkF16(DF df, const f16_t* HWY_RESTRICT x,
                                    f16_t* HWY_RESTRICT y,
@@ -302,31 +416,32 @@ HWY_NOINLINE uint64_t TameChunkF16(DF df, const f16_t* HWY_RESTRICT x,
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<f16_t, DF> dh;
   const size_t N = hn::Lanes(df);
-  const auto vmul = hn::Set(df, mul);
-  // ((bits + 0x1000 + K) mod 2^13) <= 2K: the low 13 bits within K of 0x1000.
-  const auto shift = hn::Set(du, 0x1000u + units);
-  const auto low = hn::Set(du, 0x1FFFu);
-  const auto width = hn::Set(du, 2u * units + 1);
-  const auto abs = hn::Set(du, 0x7FFFFFFFu), one = hn::Set(du, 1u);
-  const auto tiny = hn::Set(du, 0x38800000u - 1);  // 2^-14, less 0
-  const auto open = [&](hn::Vec<DF> v) {
-    const auto u = hn::BitCast(du, v);
-    return hn::Or(hn::Lt(hn::And(hn::Add(u, shift), low), width),
-                  hn::Lt(hn::Sub(hn::And(u, abs), one), tiny));
-  };
+  const TameTestF16<DF> test{mul, units};
   uint64_t flagged = 0;
   for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
-    auto va = hn::Mul(LoadF(df, x + i), vmul);
-    auto vb = hn::Mul(LoadF(df, x + i + N), vmul);
-    if constexpr (!std::is_same_v<TG, NoGamma>) {
-      va = hn::Mul(va, LoadF(df, gamma + i));
-      vb = hn::Mul(vb, LoadF(df, gamma + i + N));
-    }
+    const auto va = test.V(df, x, gamma, i), vb = test.V(df, x, gamma, i + N);
     hn::StoreU(hn::DemoteTo(dh, va), dh, y + i);
     hn::StoreU(hn::DemoteTo(dh, vb), dh, y + i + N);
-    if (!hn::AllFalse(du, hn::Or(open(va), open(vb)))) flagged |= bit;
+    if (!hn::AllFalse(du, hn::Or(test.Open(va), test.Open(vb)))) {
+      flagged |= bit;
+    }
   }
   return flagged;
+}
+
+// The lanes of the 2N elements at i that TameChunkF16 left open, each to
+// decide(element): the others are stored right.
+template <class DF, typename TG, class F>
+HWY_NOINLINE void DecideTameOpenF16(DF df, const f16_t* HWY_RESTRICT x,
+                                    const TG* HWY_RESTRICT gamma, size_t i,
+                                    float mul, uint16_t units,
+                                    const F& decide) {
+  const size_t N = hn::Lanes(df);
+  const TameTestF16<DF> test{mul, units};
+  for (size_t at = i; at < i + 2 * N; at += N) {
+    ForOpenLanes(hn::RebindToUnsigned<DF>(),
+                 test.Open(test.V(df, x, gamma, at)), at, decide);
+  }
 }
 #endif
 
@@ -344,8 +459,11 @@ inline bool TinyV(const RowScale& k, int roundings, float min_g = 1.0f) {
 }
 
 // Runs TameChunk on the chunks of [0, paired_end) where the call and the
-// row allow it (returns false where not), and redo(i, end) on its groups
-// with an open lane.
+// row allow it (returns false where not); then, in Hugging Face's order,
+// redo(i, end) on its groups with an open lane, and in the default order
+// redo(j) on each open lane's element j (DecideTameOpen: the tame test's
+// open lanes, fewer than a lean bound's, decided without the group's
+// second pass).
 template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
           typename TP, class F>
 HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
@@ -366,7 +484,17 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
                 ? TameChunk<kRoundT, true>(df, x, y, gamma, i, end, mul, units)
                 : TameChunk<kRoundT, false>(df, x, y, gamma, i, end, mul,
                                             units);
-        ForFlaggedGroups(open, i, end, group, redo);
+        if constexpr (kRoundT) {
+          ForFlaggedGroups(open, i, end, group, redo);
+        } else {
+          ForFlaggedGroups(open, i, end, group, [&](size_t g0, size_t) {
+            if (test_tiny) {
+              DecideTameOpen<true>(df, x, gamma, g0, mul, units, redo);
+            } else {
+              DecideTameOpen<false>(df, x, gamma, g0, mul, units, redo);
+            }
+          });
+        }
       });
     };
     if constexpr (!kRoundT) {  // tame_gamma: f32 pairs, else bf16 or none
@@ -387,7 +515,10 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     const auto chunks = [&](auto gamma) {
       ForChunks(paired_end, [&](size_t i, size_t end) {
         ForFlaggedGroups(TameChunkF16(df, x, y, gamma, i, end, mul, units), i,
-                         end, 2 * hn::Lanes(df), redo);
+                         end, 2 * hn::Lanes(df), [&](size_t g0, size_t) {
+                           DecideTameOpenF16(df, x, gamma, g0, mul, units,
+                                             redo);
+                         });
       });
     };
     if (w.gamma != nullptr) return chunks(w.gamma), true;
