@@ -236,7 +236,7 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> TameV16(
 #if SIMDNORM_AVX512BF16
   // The hardware's rounding (to nearest even, where the integer steps
   // round half up: they differ only on a tie, low = 0x8000, which the test
-  // flags) in 2 operations for 5. It reads a subnormal v as zero, but such
+  // flags) in 2 operations for 4. It reads a subnormal v as zero, but such
   // a v is below 2^-59: kTestTiny flags it, and without kTestTiny there is
   // none (TinyV).
   if constexpr (kZmm<DF>) {
