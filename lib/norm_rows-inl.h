@@ -68,8 +68,10 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   const hn::ScalableTag<float> df;
   const size_t n = a.cols;
   Weights<TP> w = WeightsOf<TP>(a);
-  // TameChunk's gamma: bf16; in the default order also f32 (a copy in the
-  // pairs' layout: on the stack up to kPairsRoom, then in scratch) and none.
+  // TameChunk's gamma: bf16; in the default order also f32 and none, and
+  // f32 or bf16 gamma is copied as f32 in the pairs' layout (on the stack
+  // up to kPairsRoom, then in scratch; bf16 only for calls of two rows or
+  // more).
   constexpr bool kTameRows =
       !kLayerNorm && std::is_same_v<TY, bf16_t> &&
       (std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>);
