@@ -462,8 +462,7 @@ inline bool TinyV(const RowScale& k, int roundings, float min_g = 1.0f) {
 // row allow it (returns false where not); then, in Hugging Face's order,
 // redo(i, end) on its groups with an open lane, and in the default order
 // redo(j) on each open lane's element j (DecideTameOpen: the tame test's
-// open lanes, fewer than a lean bound's, decided without the group's
-// second pass).
+// open lanes only, without the group's second pass).
 template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
           typename TP, class F>
 HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
