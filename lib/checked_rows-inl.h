@@ -268,6 +268,8 @@ class LazyCrRow {
   // The relative error bound of the r the row's scale was rounded from (the
   // statistics it came with: read it before Get() makes the double ones).
   double ScaleError() const { return row_.st.er; }
+  // That r (1 / sqrt(v + eps) of those statistics).
+  double Scale() const { return row_.st.r; }
   // Element j of y decided: from the statistics the row came with where it
   // has no double ones yet and they decide it, else from the double ones.
   // (RMSNorm bf16 at 64 x 896, N(0,1): one row in seven has an open lane,

@@ -151,6 +151,28 @@ inline bool TameUnitsOf(double er, int roundings, uint16_t& units) {
   return true;
 }
 
+// K, hi and lo for TameTestF16 from r and its relative error bound er:
+// hi is r rounded toward zero to fp32 (so lo = r - hi, rounded, is >= 0),
+// and |v - p r| is half a unit of v's last place (one more without FMA,
+// where p * hi rounds too) and (er 1.01 + 2^-46) |v| (lo's and p * lo's
+// roundings, ~2^-47 each; |v| < 2^24 units). A lane is clear where its
+// low bits are more than that many units from the midpoint: K is its floor.
+// False where the test does not apply (no bound, or K above 2^11).
+inline bool TameUnitsF16(double r, double er, float& hi, float& lo,
+                         uint16_t& units) {
+  constexpr double kRoundings = HWY_NATIVE_FMA ? 0.5 : 1.5;
+  const double ulps =
+      (kRoundings + (er * 1.01 + 0x1p-46) * 0x1p24) * (1 + 0x1p-20);
+  if (!(er >= 0.0 && ulps < 2048.0 && r >= 0x1p-100 && r <= 0x1p100)) {
+    return false;
+  }
+  hi = static_cast<float>(r);
+  if (static_cast<double>(hi) > r) hi = NextTowardZero(hi);
+  lo = static_cast<float>(r - static_cast<double>(hi));  // exact difference
+  units = static_cast<uint16_t>(ulps);
+  return true;
+}
+
 // TameChunk's gamma where it is f32 (TameGammaPairs' copy, already in the
 // pairs' layout) or absent (g = 1: v = t, one rounding fewer than the
 // test allows for).
@@ -361,37 +383,43 @@ HWY_INLINE bool FiniteF16(D16 d16, const f16_t* gamma, size_t n) {
 }
 
 // The tame test for f16 y (RMSNorm, L2; f16 x, f16 or no gamma, neither
-// beta nor an offset, the default order): v = x * mul * g as TameChunk's
-// (two fp32 products, |v - exact v| <= r|v|, K units of v's last place),
-// with f16's 10 fraction bits in place of bf16's 7. v's bits below f16's
-// are its low 13, whose one midpoint within reach sits at 0x1000 (the
-// others, across a binade too, are 2^12 units or more away); a v whose low
-// bits are more than K from it rounds, to nearest even by the hardware
-// (VCVTPS2PH, FCVT), to the correctly rounded value. Flagged as well: v
-// below 2^-14 but not 0 (f16's subnormals, a grid of their own). A zero v
-// (x = 0 or g = 0) is an exact +-0 with the exact y's sign. t = x * mul is
-// normal wherever |v| >= 2^-14, as |g| <= 65504, and |t| <= sqrt(n) (no
-// overflow). Elements [i, end), end - i a multiple of 2N, stored; returns
-// a bit per 2N elements with a lane left open. One conversion a vector
-// where the lean loop's two ends take two (VCVTPS2PH: Zen 5 issues one
-// every other cycle).
+// beta nor an offset, the default order). p = x * g is exact in fp32 (11 +
+// 11 significant bits, |p| in [2^-48, 2^32] or 0), and v = fma(p, hi, p *
+// lo), with hi + lo = r split by TameUnitsF16, is within half a unit of
+// its last place of p (hi + lo) (one rounding; p * lo's is ~2^-47 |v|),
+// so |v - exact y| < 1 unit wherever r's own error is below ~2^-26 (double
+// statistics: ~2^-43). v's bits below f16's are its low 13, whose one
+// midpoint within reach sits at 0x1000 (the others, across a binade too,
+// are 2^12 units or more away): a v whose low bits are more than K units
+// from it (K = 0: only a v on the midpoint is open, ~1 lane in 8192 where
+// two fp32 products with r rounded to fp32 left ~9 open) rounds, to
+// nearest even by the hardware (VCVTPS2PH, FCVT), to the correctly rounded
+// value. Flagged as well: v below 2^-14 but not 0 (f16's subnormals, a
+// grid of their own). A zero v (x = 0 or g = 0) is an exact +-0 with the
+// exact y's sign (lo >= 0: -0 * lo is -0). An underflow of p * lo is
+// 2^-150 at most, nothing beside |v| >= 2^-14, and |v| <= 65504 sqrt(n)
+// (|x r| <= sqrt(n): no overflow).
+// Elements [i, end), end - i a multiple of 2N, stored; returns a bit per
+// 2N elements with a lane left open. One conversion a vector where the
+// lean loop's two ends take two (VCVTPS2PH: Zen 5 issues one every other
+// cycle).
 // (Scalars: SVE's vectors are sizeless, no members.)
 template <class DF>
 struct TameTestF16 {
   using DU = hn::RebindToUnsigned<DF>;
-  float mul;
+  float hi, lo;
   uint16_t units;
-  // v = x * mul * g of the N elements at i.
+  // v = fma(p, hi, p * lo), p = x * g, of the N elements at i.
   template <typename TG>
   HWY_INLINE hn::Vec<DF> V(DF df, const f16_t* HWY_RESTRICT x,
                            const TG* HWY_RESTRICT gamma, size_t i) const {
-    const auto v = hn::Mul(LoadF(df, x + i), hn::Set(df, mul));
+    auto p = LoadF(df, x + i);
     if constexpr (std::is_same_v<TG, NoGamma>) {
       (void)gamma;
-      return v;
     } else {
-      return hn::Mul(v, LoadF(df, gamma + i));
+      p = hn::Mul(p, LoadF(df, gamma + i));
     }
+    return hn::MulAdd(p, hn::Set(df, hi), hn::Mul(p, hn::Set(df, lo)));
   }
   HWY_INLINE hn::Mask<DU> Open(hn::Vec<DF> v) const {
     const DU du;
@@ -412,11 +440,12 @@ template <class DF, typename TG>
 HWY_NOINLINE uint64_t TameChunkF16(DF df, const f16_t* HWY_RESTRICT x,
                                    f16_t* HWY_RESTRICT y,
                                    const TG* HWY_RESTRICT gamma, size_t i,
-                                   size_t end, float mul, uint16_t units) {
+                                   size_t end, float hi, float lo,
+                                   uint16_t units) {
   const hn::RebindToUnsigned<DF> du;
   const hn::Rebind<f16_t, DF> dh;
   const size_t N = hn::Lanes(df);
-  const TameTestF16<DF> test{mul, units};
+  const TameTestF16<DF> test{hi, lo, units};
   uint64_t flagged = 0;
   for (uint64_t bit = 1; i < end; bit <<= 1, i += 2 * N) {
     const auto va = test.V(df, x, gamma, i), vb = test.V(df, x, gamma, i + N);
@@ -434,10 +463,10 @@ HWY_NOINLINE uint64_t TameChunkF16(DF df, const f16_t* HWY_RESTRICT x,
 template <class DF, typename TG, class F>
 HWY_NOINLINE void DecideTameOpenF16(DF df, const f16_t* HWY_RESTRICT x,
                                     const TG* HWY_RESTRICT gamma, size_t i,
-                                    float mul, uint16_t units,
+                                    float hi, float lo, uint16_t units,
                                     const F& decide) {
   const size_t N = hn::Lanes(df);
-  const TameTestF16<DF> test{mul, units};
+  const TameTestF16<DF> test{hi, lo, units};
   for (size_t at = i; at < i + 2 * N; at += N) {
     ForOpenLanes(hn::RebindToUnsigned<DF>(),
                  test.Open(test.V(df, x, gamma, at)), at, decide);
@@ -462,12 +491,14 @@ inline bool TinyV(const RowScale& k, int roundings, float min_g = 1.0f) {
 // row allow it (returns false where not); then, in Hugging Face's order,
 // redo(i, end) on its groups with an open lane, and in the default order
 // redo(j) on each open lane's element j (DecideTameOpen: the tame test's
-// open lanes only, without the group's second pass).
+// open lanes only, without the group's second pass). mul: the row's scale;
+// f16 rows: r's high part, with mul_lo its low one (TameUnitsF16).
 template <bool kLayerNorm, bool kRoundT, class DF, typename TX, typename TY,
           typename TP, class F>
 HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
-                           size_t paired_end, float mul, bool row_tame,
-                           uint16_t units, bool test_tiny, const F& redo) {
+                           size_t paired_end, float mul, float mul_lo,
+                           bool row_tame, uint16_t units, bool test_tiny,
+                           const F& redo) {
 #if HWY_TARGET != HWY_SCALAR
   constexpr bool kTameX =
       kRoundT ? std::is_same_v<TX, bf16_t>
@@ -513,11 +544,11 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
     if (!w.tame_gamma || !row_tame) return false;
     const auto chunks = [&](auto gamma) {
       ForChunks(paired_end, [&](size_t i, size_t end) {
-        ForFlaggedGroups(TameChunkF16(df, x, y, gamma, i, end, mul, units), i,
-                         end, 2 * hn::Lanes(df), [&](size_t g0, size_t) {
-                           DecideTameOpenF16(df, x, gamma, g0, mul, units,
-                                             redo);
-                         });
+        ForFlaggedGroups(
+            TameChunkF16(df, x, y, gamma, i, end, mul, mul_lo, units), i, end,
+            2 * hn::Lanes(df), [&](size_t g0, size_t) {
+              DecideTameOpenF16(df, x, gamma, g0, mul, mul_lo, units, redo);
+            });
       });
     };
     if (w.gamma != nullptr) return chunks(w.gamma), true;
@@ -525,7 +556,8 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
   }
 #endif
 #endif
-  (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul;
+  (void)df, (void)x, (void)y, (void)w, (void)paired_end, (void)mul,
+      (void)mul_lo;
   (void)row_tame, (void)units, (void)test_tiny, (void)redo;
   return false;
 }

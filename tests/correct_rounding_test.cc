@@ -837,6 +837,46 @@ TEST(CorrectRounding, F16RowsJustBelowMidpoints) {
   }
 }
 
+// f16 x, y and gamma (or none), RMSNorm and L2 without beta (the f16 tame
+// test, whose scale is r split in two: r rounded toward zero to fp32, and
+// the rest): rows of many scales, so that r rounds to fp32 upward in some
+// and downward in others, with -0 and +0 in x and gamma, whose y keep the
+// exact product's sign; and 64 rows of 896, so that some results lie
+// within a unit of fp32's last place of an f16 midpoint.
+TEST(CorrectRounding, F16TameRowsKeepZeroSignsAndSidesOfMidpoints) {
+  const size_t rows = 64, cols = 896;
+  std::vector<float> x = MakeRows(Family::kStdNormal, rows, cols, 44u);
+  for (size_t r = 0; r < rows; ++r) {
+    const float scale = std::ldexp(1.0f + static_cast<float>(r) / 64.0f,
+                                   static_cast<int>(r % 9) - 4);
+    for (size_t j = 0; j < cols; ++j) x[r * cols + j] *= scale;
+    x[r * cols + r] = -0.0f;
+    x[r * cols + r + 1] = 0.0f;
+  }
+  Rng rng(45);
+  std::vector<float> gamma(cols);
+  for (float& g : gamma) g = static_cast<float>(0.5 + rng.Uniform());
+  gamma[70] = -0.0f;
+  gamma[71] = 0.0f;
+  gamma[72] = -1.0f;
+  for (simdnorm_kind kind : {SIMDNORM_RMSNORM, SIMDNORM_L2NORM}) {
+    for (bool with_gamma : {false, true}) {
+      Inputs in;
+      in.kind = kind;
+      in.x_type = in.y_type = in.p_type = SIMDNORM_F16;
+      in.rows = rows;
+      in.cols = cols;
+      in.x = Store(SIMDNORM_F16, x);
+      if (with_gamma) in.gamma = Store(SIMDNORM_F16, gamma);
+      const std::vector<uint16_t> y = ExpectSameBytesOnEveryIsa(in);
+      EXPECT_GT(ExpectOracle(in, y), rows * cols * 99 / 100);
+      size_t negative_zeros = 0;
+      for (uint16_t b : y) negative_zeros += b == 0x8000;
+      EXPECT_GE(negative_zeros, rows);  // x = -0, at least
+    }
+  }
+}
+
 // Zero results: +0 when xhat * scale is not zero (here y = gamma - gamma),
 // else the IEEE sign of (xhat * scale) + beta with xhat = +0 for
 // LayerNorm's x equal to the mean, x * (+r) for RMSNorm, missing beta -0.
