@@ -189,9 +189,11 @@ inline float SmallestMagnitude(TU least) {
 // The most fp32 roundings a term of SumSquaresF32 goes through: 3 in its
 // chain of 4 FMAs (the first adds an exact square to 0; for f32 x its
 // square rounds: 4), or of 2 VDPBF16PS (two products each, added one at a
-// time), 2 adding the chains.
+// time), 2 adding the chains; of SumSquaresF16 (f16 x), 1.
 template <typename TX>
-inline constexpr int kSumsF32Depth = sizeof(TX) == 2 ? 5 : 6;
+inline constexpr int kSumsF32Depth = std::is_same_v<TX, f16_t> ? 1
+                                     : sizeof(TX) == 2         ? 5
+                                                               : 6;
 
 // Whether SumSquaresF32 of TX takes VDPBF16PS (SquaresDot): bf16 x on the
 // AVX512_BF16 targets. It reads subnormal bf16 as 0 and flushes subnormal
@@ -317,12 +319,43 @@ HWY_NOINLINE double SumSquaresF32(DF df, const TX* HWY_RESTRICT x, size_t n,
   return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
 }
 
+// sum(x^2) of f16 x with one fp32 rounding a pair of terms: a square is
+// exact in fp32 (11 + 11 significant bits, 2^-48 <= x^2 <= 2^32), and each
+// vector's squares are added to the next one's (an FMA, or an add of two
+// exact products), whose sums go to double lanes (internal::Fp32Sums(n,
+// 1)). r is then known within ~u/2, where SumSquaresF32's chains (depth 5)
+// left ~2.6u: so few f16 lanes are then open (TameUnitsF16: K = 1) that
+// f16 y takes fp32 statistics first too, as bf16 y does.
+template <class DF>
+HWY_NOINLINE double SumSquaresF16(DF df, const f16_t* HWY_RESTRICT x,
+                                  size_t n) {
+  const hn::ScalableTag<double> dd;
+  const size_t N = hn::Lanes(df);
+  auto lo0 = hn::Zero(dd), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const auto a = LoadF(df, x + i), b = LoadF(df, x + i + N);
+    const auto c = LoadF(df, x + i + 2 * N), d = LoadF(df, x + i + 3 * N);
+    AddToF64(df, hn::MulAdd(b, b, hn::Mul(a, a)), lo0, hi0);
+    AddToF64(df, hn::MulAdd(d, d, hn::Mul(c, c)), lo1, hi1);
+  }
+  for (; i < n; i += N) {  // up to 3 vectors, zero-padded: exact squares
+    const auto a = LoadTailF(df, x + i, HWY_MIN(n - i, N));
+    AddToF64(df, hn::Mul(a, a), lo0, hi0);
+  }
+  return hn::GetLane(
+      hn::SumOfLanes(dd, hn::Add(hn::Add(lo0, hi0), hn::Add(lo1, hi1))));
+}
+
 // UncenteredStatsF32's sum (for StatsOfLanes).
 template <class DF, typename TX>
 HWY_INLINE double SquaresF32(DF df, const TX* x, size_t n, bool want_min,
                              float* min_x) {
   *min_x = 0.0f;
-  if constexpr (std::is_same_v<TX, bf16_t> && HWY_TARGET != HWY_SCALAR) {
+  if constexpr (std::is_same_v<TX, f16_t>) {
+    (void)want_min;
+    return SumSquaresF16(df, x, n);
+  } else if constexpr (std::is_same_v<TX, bf16_t> && HWY_TARGET != HWY_SCALAR) {
     return want_min ? SumSquaresF32<true>(df, x, n, min_x)
                     : SumSquaresF32(df, x, n);
   } else {

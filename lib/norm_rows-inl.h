@@ -77,8 +77,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
       (std::is_same_v<TX, bf16_t> || std::is_same_v<TX, float>);
   constexpr bool kF32Pairs =
       kTameRows && !std::is_same_v<TP, f16_t> && HWY_TARGET != HWY_SCALAR;
+  constexpr bool kTameF16 =
+      SIMDNORM_HW_F16 && !kLayerNorm && std::is_same_v<TX, f16_t> &&
+      std::is_same_v<TY, f16_t> && std::is_same_v<TP, f16_t>;
   constexpr size_t kPairsRoom = 4096;
-  HWY_ALIGN float stack_pairs[kF32Pairs ? kPairsRoom : 1];
+  HWY_ALIGN float stack_pairs[kF32Pairs || kTameF16 ? kPairsRoom : 1];
   std::optional<internal::Scratch> memory;  // longer rows: no heap a call
   (void)stack_pairs;
   if constexpr (kTameRows) {
@@ -126,12 +129,22 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     }
   }
 #if SIMDNORM_HW_F16
-  // TameChunkF16: f16 x, y and gamma (or none), finite.
-  if constexpr (!kLayerNorm && std::is_same_v<TX, f16_t> &&
-                std::is_same_v<TY, f16_t> && std::is_same_v<TP, f16_t>) {
+  // TameChunkF16: f16 x, y and gamma (or none), finite; gamma widened to
+  // f32 once a call of 16 rows or more, so that rows load it without a
+  // conversion a vector (the same values: the same bits).
+  if constexpr (kTameF16) {
     w.tame_gamma = w.beta == nullptr && !w.has_offset && !w.round &&
                    (w.gamma == nullptr ||
                     FiniteF16(hn::ScalableTag<uint16_t>(), w.gamma, n));
+    if (w.tame_gamma && w.gamma != nullptr && row_end - row_begin >= 16) {
+      float* wide = stack_pairs;
+      if (n > kPairsRoom) wide = memory.emplace().TakeUninitialized<float>(n);
+      const size_t N = hn::Lanes(df);
+      for (size_t i = 0; i + N <= n; i += N) {
+        hn::Store(LoadF(df, w.gamma + i), df, wide + i);
+      }
+      w.gamma_f32 = wide;
+    }
   }
 #endif
   // Weights that let LeanChunk round both ends by hardware. bf16: the
@@ -168,9 +181,11 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
   // Tame weights: the rows' smallest nonzero |x| (bf16 x) lets TameChunk
   // leave out its test of tiny t or v (TinyV).
   const bool want_min = w.tame_gamma;
-  // Rows whose first statistics are fp32 (UncenteredStatsF32).
+  // Rows whose first statistics are fp32 (UncenteredStatsF32): f16 y from
+  // f16 x only (below).
   constexpr bool kStatsF32 =
-      !std::is_same_v<TY, int8_t> && !kLayerNorm && !std::is_same_v<TY, f16_t>;
+      !std::is_same_v<TY, int8_t> && !kLayerNorm &&
+      (!std::is_same_v<TY, f16_t> || std::is_same_v<TX, f16_t>);
   // What the statistics of every row share (StatsPlan): of the first ones
   // (UncenteredStatsF32's fp32 sums where kStatsF32, else StatsF64's
   // double sums), and of StatsF64 where kStatsF32 rows fall back to it,
@@ -269,14 +284,14 @@ HWY_NOINLINE void NormRowsChecked(const internal::RowArgs& a, size_t row_begin,
     float* scales = kQuant ? a.y_scale + r * a.scales_per_row : nullptr;
     RowScale k;
     RowBound bound;
-    // Uncentered kinds with bf16 y: first the fp32 statistics
+    // Uncentered kinds with 16-bit y: first the fp32 statistics
     // (UncenteredStatsF32), enough for most rows. LayerNorm's are not: fp32
     // sums bound the mean only within ~10u of the deviations' size, and that
     // flags lanes near y = 0 in nearly every row (bench rows: 97% of them
-    // needed StatsF64). Nor are they for f16 y, whose cells are 8x narrower:
-    // the fp32 sums' bound (y within ~11u) leaves ~1.8 lanes open per row
-    // of N(0,1) at 896 (estimated from the bound), so ~84% of the rows made
-    // StatsF64 as well.
+    // needed StatsF64). f16 y, whose cells are 8x narrower, takes them from
+    // f16 x only, whose squares are summed in pairs (SumSquaresF16: r within
+    // ~u/2); with SumSquaresF32's chains (~2.6u) ~1.8 lanes were open per
+    // row of N(0,1) at 896, and ~84% of the rows made StatsF64 as well.
     // (CheckedScale refuses stats that are not finite or have no bound.)
     const auto row_of = [&](const internal::RowStats& st) {
       return internal::CrRow{a.kind,     h, kDType<TX>, kDType<TX>, w.round,

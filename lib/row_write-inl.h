@@ -106,6 +106,7 @@ struct Weights {
   bool tame_gamma = false;  // TameChunk (or TameChunkF16) may run
   float tame_min_g = 0.0f;  // then the smallest nonzero |g| (1: no gamma)
   const float* gamma_pairs = nullptr;  // f32 gamma for it (TameGammaPairs)
+  const float* gamma_f32 = nullptr;    // f16 gamma widened (TameChunkF16)
   bool hardware_ends = false;  // LeanChunk may round both ends by hardware
   // LayerNorm's lean bound's weight terms, made once a call (LeanTerms).
   const float* lean_terms = nullptr;

@@ -551,6 +551,7 @@ HWY_INLINE bool TameChunks(DF df, const TX* x, TY* y, const Weights<TP>& w,
             });
       });
     };
+    if (w.gamma_f32 != nullptr) return chunks(w.gamma_f32), true;
     if (w.gamma != nullptr) return chunks(w.gamma), true;
     return chunks(&kNoGamma), true;
   }
