@@ -268,7 +268,7 @@ class LazyCrRow {
   // The relative error bound of the r the row's scale was rounded from (the
   // statistics it came with: read it before Get() makes the double ones).
   double ScaleError() const { return row_.st.er; }
-  // That r (1 / sqrt(v + eps) of those statistics).
+  // That r, the row's scale from the same statistics.
   double Scale() const { return row_.st.r; }
   // Element j of y decided: from the statistics the row came with where it
   // has no double ones yet and they decide it, else from the double ones.
