@@ -435,9 +435,10 @@ HWY_INLINE void ApplyStep(DF df, const TX* x, TY* y, hn::Vec<DF> s,
 // 2u|(x - k) mul g| + u|add g + b| + u|y|, against u|(x - k) mul g| +
 // u|xhat g| + u|y| there: a few scaled ulps either way. Three vectors of
 // constants a channel vector instead of six, so the rows are walked in
-// memory order with the constants from L1, two rows a step (the column
+// memory order with the constants from L1, a row at a time (the column
 // walk of four channel vectors over 32 rows 1280 bytes apart was ~1.1x
-// slower on 1x320x64x64), or, for rows of up to four vectors, from
+// slower on 1x320x64x64, and two rows a step, sharing the constants'
+// loads, 1.02-1.07x), or, for rows of up to four vectors, from
 // registers. False (nothing usable set) where a channel is scaled or NaN,
 // or its folded constants are not finite.
 template <class DF>
@@ -519,32 +520,13 @@ HWY_NOINLINE void ApplyNhwcFolded(DF df, const TX* x, TY* y, size_t c,
     }
   }
 #endif
+  // Locals: a vector store may alias t's members.
+  const float *k = t.k, *fm = t.fold_mul, *fa = t.fold_add;
   const auto result = [&](hn::Vec<DF> v, size_t j) {
-    return hn::MulAdd(hn::Sub(v, hn::LoadU(df, t.k + j)),
-                      hn::LoadU(df, t.fold_mul + j),
-                      hn::LoadU(df, t.fold_add + j));
+    return hn::MulAdd(hn::Sub(v, hn::LoadU(df, k + j)), hn::LoadU(df, fm + j),
+                      hn::LoadU(df, fa + j));
   };
-  size_t p = 0;
-  for (; p + 2 <= rows; p += 2) {
-    const TX* x0 = x + p * stride;
-    const TX* x1 = x0 + stride;
-    TY* y0 = y + p * stride;
-    TY* y1 = y0 + stride;
-    size_t j = 0;
-    for (; j < whole; j += N) {
-      const auto k = hn::LoadU(df, t.k + j);
-      const auto fm = hn::LoadU(df, t.fold_mul + j);
-      const auto fa = hn::LoadU(df, t.fold_add + j);
-      const auto v0 = LoadF(df, x0 + j), v1 = LoadF(df, x1 + j);
-      StoreF(df, hn::MulAdd(hn::Sub(v0, k), fm, fa), y0 + j);
-      StoreF(df, hn::MulAdd(hn::Sub(v1, k), fm, fa), y1 + j);
-    }
-    if (j < c) {
-      StoreTailF(df, result(LoadTailF(df, x0 + j, c - j), j), y0 + j, c - j);
-      StoreTailF(df, result(LoadTailF(df, x1 + j, c - j), j), y1 + j, c - j);
-    }
-  }
-  if (p < rows) {
+  for (size_t p = 0; p < rows; ++p) {
     const TX* x0 = x + p * stride;
     TY* y0 = y + p * stride;
     size_t j = 0;
