@@ -274,9 +274,8 @@ HWY_INLINE void StoreF(DF df, hn::Vec<DF> v, f16_t* HWY_RESTRICT p) {
 #if SIMDNORM_HW_F16
   // NaN lanes become the quiet NaN without payload (0x7E00, sign kept).
   const hn::RebindToUnsigned<DF> du;
-  const auto quiet =
-      hn::Or(hn::And(hn::BitCast(du, v), hn::Set(du, 0x80000000u)),
-             hn::Set(du, 0x7FC00000u));
+  const auto quiet = hn::OrAnd(hn::Set(du, 0x7FC00000u), hn::BitCast(du, v),
+                               hn::Set(du, 0x80000000u));
   v = hn::IfThenElse(hn::IsNaN(v), hn::BitCast(df, quiet), v);
   hn::StoreU(hn::DemoteTo(hn::Rebind<f16_t, DF>(), v), hn::Rebind<f16_t, DF>(),
              p);

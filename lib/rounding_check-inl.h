@@ -38,9 +38,8 @@ HWY_INLINE hn::Mask<DF> RoundsClear(DF df, hn::Vec<DF> v, hn::Vec<DF> e) {
   const auto a = hn::Abs(v);
   constexpr bool kBF16 = std::is_same_v<T, bf16_t>;
   auto m = hn::BitCast(
-      df, hn::Or(hn::And(hn::BitCast(du, a),
-                         hn::Set(du, kBF16 ? 0xFFFF0000u : 0xFFFFE000u)),
-                 hn::Set(du, kBF16 ? 0x8000u : 0x1000u)));
+      df, hn::OrAnd(hn::Set(du, kBF16 ? 0x8000u : 0x1000u), hn::BitCast(du, a),
+                    hn::Set(du, kBF16 ? 0xFFFF0000u : 0xFFFFE000u)));
   if constexpr (!kBF16) {
     const auto sub = hn::Mul(
         hn::Add(hn::Floor(hn::Mul(a, hn::Set(df, 0x1p24f))), hn::Set(df, 0.5f)),

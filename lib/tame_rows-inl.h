@@ -247,7 +247,7 @@ HWY_INLINE hn::Vec<hn::Repartition<uint16_t, DF>> TameLow(
   const hn::RebindToUnsigned<DF> du;
   return hn::BitCast(
       hn::Repartition<uint16_t, DF>(),
-      hn::Or(hn::And(ua, hn::Set(du, 0xFFFFu)), hn::ShiftLeft<16>(ub)));
+      hn::OrAnd(hn::ShiftLeft<16>(ub), ua, hn::Set(du, 0xFFFFu)));
 }
 
 // v (va, vb) rounded to bf16, packed as x is.
